@@ -1,0 +1,266 @@
+"""adaptive-spec settings: one dataclass, validated with messages that name the flag.
+
+Pure Python (never imports sglang). The launcher builds an `AdaptiveSpecConfig` from the
+command line and an optional JSON file, then carries it to every scheduler process as JSON
+in the environment variable `ENV_VAR` (scheduler processes are spawned, not forked).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+ENV_VAR = "ADAPTIVE_SPEC_CONFIG_JSON"
+
+POLICIES = ("threshold", "goodput")
+FALLBACKS = ("static", "plain")
+VERIFY_BACKENDS = ("sglang", "triton")
+OFF_PATHS = ("decode", "sglang")
+
+# Upper bounds that catch typos ("--adaptive-spec-threshold 1e9") without limiting real use.
+MAX_BATCH_LEVEL = 1 << 20
+MAX_STEPS = 16
+
+
+class ConfigError(ValueError):
+    """Bad setting. `flag` is the command-line spelling of the offending key."""
+
+    def __init__(self, flag: str, problem: str):
+        super().__init__(f"{flag}: {problem}")
+        self.flag = flag
+        self.problem = problem
+
+
+def flag_name(key: str) -> str:
+    return "--adaptive-spec-" + key.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class AdaptiveSpecConfig:
+    policy: str = "threshold"
+    # Draft steps when drafting is on (the largest step count we may choose).
+    max_steps: int = 3
+    # Running batch size at or above which drafting is off.
+    threshold: int = 32
+    # Waiting requests at or above which drafting is off (None: queue ignored).
+    queue_threshold: Optional[int] = 4
+    # Drafting comes back on only below (threshold - hysteresis) and (queue_threshold -
+    # queue hysteresis). None: max(1, threshold // 4).
+    hysteresis: Optional[int] = None
+    # Drafting off while the measured mean accept length (bonus included, >= 1) is below this.
+    min_accept_len: Optional[float] = None
+    # While off for low acceptance: every `reprobe_interval` decode steps, draft for
+    # `reprobe_steps` steps so a draft that became good again is noticed.
+    reprobe_interval: int = 256
+    reprobe_steps: int = 4
+    # Accept-length estimate: exponential moving average over on-steps.
+    accept_ema_alpha: float = 0.1
+    log_decisions: bool = False
+    # Test/benchmark aid: "off", "on", or "flap:N" (alternate every N decode steps).
+    force: Optional[str] = None
+    # What a failing hook or policy falls back to for the rest of the run.
+    fallback: str = "static"
+    verify_backend: str = "sglang"
+    # How a step with drafting off runs: "decode" (ours: the target's plain decode graph, no
+    # draft work) or "sglang" (SGLang's built-in 0-step state, kept for comparison).
+    off_path: str = "decode"
+    # Goodput policy: optional TPOT target in milliseconds.
+    tpot_slo_ms: Optional[float] = None
+
+    # ---- construction -------------------------------------------------------------
+    @classmethod
+    def keys(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "config") -> "AdaptiveSpecConfig":
+        if not isinstance(data, dict):
+            raise ConfigError("--adaptive-spec-config", f"{source} must hold a JSON object")
+        known = set(cls.keys())
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(
+                "--adaptive-spec-config",
+                f"{source} has unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})",
+            )
+        values = {}
+        for f in dataclasses.fields(cls):
+            if f.name in data:
+                values[f.name] = _coerce(f.name, data[f.name], f.default)
+        cfg = cls(**values)
+        cfg.validate()
+        return cfg
+
+    @classmethod
+    def from_json_file(cls, path: str) -> dict[str, Any]:
+        """Read a config file into a raw dict (validated later, merged with CLI values)."""
+        flag = "--adaptive-spec-config"
+        if not os.path.exists(path):
+            raise ConfigError(flag, f"file {path!r} does not exist")
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(flag, f"file {path!r} is not valid JSON ({exc.msg}, line {exc.lineno})")
+        except OSError as exc:
+            raise ConfigError(flag, f"cannot read {path!r}: {exc.strerror}")
+        if not isinstance(data, dict):
+            raise ConfigError(flag, f"file {path!r} must hold a JSON object")
+        unknown = sorted(set(data) - set(cls.keys()))
+        if unknown:
+            raise ConfigError(flag, f"file {path!r} has unknown key(s) {', '.join(unknown)}")
+        return data
+
+    def replace(self, **changes) -> "AdaptiveSpecConfig":
+        cfg = dataclasses.replace(self, **changes)
+        cfg.validate()
+        return cfg
+
+    # ---- derived ------------------------------------------------------------------
+    @property
+    def effective_hysteresis(self) -> int:
+        if self.hysteresis is not None:
+            return self.hysteresis
+        return max(1, self.threshold // 4)
+
+    @property
+    def queue_hysteresis(self) -> int:
+        if self.queue_threshold is None:
+            return 0
+        return min(self.effective_hysteresis, self.queue_threshold - 1)
+
+    def candidate_steps(self) -> list[int]:
+        """Step counts SGLang must build runtime states (and CUDA graphs) for."""
+        if self.policy == "goodput":
+            return list(range(0, self.max_steps + 1))
+        return [0, self.max_steps]
+
+    def forced_pattern(self) -> Optional[tuple[str, int]]:
+        """("off"|"on", 0) or ("flap", period) or None."""
+        if self.force is None:
+            return None
+        if self.force in ("off", "on"):
+            return (self.force, 0)
+        return ("flap", int(self.force.split(":", 1)[1]))
+
+    # ---- validation ---------------------------------------------------------------
+    def validate(self) -> None:
+        if self.policy not in POLICIES:
+            raise ConfigError(flag_name("policy"), f"unknown policy {self.policy!r} (choose from {', '.join(POLICIES)})")
+        _check_int("max_steps", self.max_steps, 1, MAX_STEPS)
+        _check_int("threshold", self.threshold, 1, MAX_BATCH_LEVEL)
+        if self.queue_threshold is not None:
+            _check_int("queue_threshold", self.queue_threshold, 1, MAX_BATCH_LEVEL)
+        if self.hysteresis is not None:
+            _check_int("hysteresis", self.hysteresis, 0, MAX_BATCH_LEVEL)
+            if self.hysteresis >= self.threshold:
+                raise ConfigError(
+                    flag_name("hysteresis"),
+                    f"{self.hysteresis} must be below --adaptive-spec-threshold ({self.threshold}), "
+                    "or drafting could never turn back on",
+                )
+        if self.min_accept_len is not None:
+            _check_float("min_accept_len", self.min_accept_len, 1.0, float(MAX_STEPS + 1))
+            if self.min_accept_len > self.max_steps + 1:
+                raise ConfigError(
+                    flag_name("min_accept_len"),
+                    f"{self.min_accept_len} exceeds the largest possible accept length "
+                    f"{self.max_steps + 1} (max steps + 1): drafting would never stay on",
+                )
+        _check_int("reprobe_interval", self.reprobe_interval, 1, 1 << 30)
+        _check_int("reprobe_steps", self.reprobe_steps, 1, 1 << 20)
+        if self.reprobe_steps >= self.reprobe_interval:
+            raise ConfigError(
+                flag_name("reprobe_steps"),
+                f"{self.reprobe_steps} must be below --adaptive-spec-reprobe-interval ({self.reprobe_interval})",
+            )
+        _check_float("accept_ema_alpha", self.accept_ema_alpha, 1e-6, 1.0)
+        if not isinstance(self.log_decisions, bool):
+            raise ConfigError(flag_name("log_decisions"), f"must be true or false, got {self.log_decisions!r}")
+        if self.force is not None:
+            _check_force(self.force)
+        if self.fallback not in FALLBACKS:
+            raise ConfigError(flag_name("fallback"), f"unknown fallback {self.fallback!r} (choose from {', '.join(FALLBACKS)})")
+        if self.verify_backend not in VERIFY_BACKENDS:
+            raise ConfigError(
+                flag_name("verify_backend"),
+                f"unknown backend {self.verify_backend!r} (choose from {', '.join(VERIFY_BACKENDS)})",
+            )
+        if self.off_path not in OFF_PATHS:
+            raise ConfigError(flag_name("off_path"), f"unknown off path {self.off_path!r} (choose from {', '.join(OFF_PATHS)})")
+        if self.tpot_slo_ms is not None:
+            _check_float("tpot_slo_ms", self.tpot_slo_ms, 0.01, 1e6)
+
+    # ---- transport to scheduler processes -----------------------------------------
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "AdaptiveSpecConfig":
+        return cls.from_dict(json.loads(text), source=ENV_VAR)
+
+    @classmethod
+    def from_env(cls, environ=None) -> Optional["AdaptiveSpecConfig"]:
+        text = (environ if environ is not None else os.environ).get(ENV_VAR)
+        return cls.from_json(text) if text else None
+
+
+def _coerce(key: str, value: Any, default: Any) -> Any:
+    """JSON values to field types; bools are never numbers here."""
+    flag = flag_name(key)
+    if value is None:
+        return None
+    if key in ("log_decisions",):
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(flag, f"must be true or false, got {value!r}")
+    if key in ("policy", "force", "fallback", "verify_backend", "off_path"):
+        if isinstance(value, str):
+            return value
+        raise ConfigError(flag, f"must be a string, got {value!r}")
+    if isinstance(value, bool):
+        raise ConfigError(flag, f"must be a number, got {value!r}")
+    if key in ("min_accept_len", "accept_ema_alpha", "tpot_slo_ms"):
+        if isinstance(value, (int, float)):
+            return float(value)
+        raise ConfigError(flag, f"must be a number, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise ConfigError(flag, f"must be an integer, got {value!r}")
+
+
+def _check_int(key: str, value: Any, lo: int, hi: int) -> None:
+    flag = flag_name(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(flag, f"must be an integer, got {value!r}")
+    if value < lo:
+        raise ConfigError(flag, f"must be >= {lo}, got {value}")
+    if value > hi:
+        raise ConfigError(flag, f"must be <= {hi}, got {value}")
+
+
+def _check_float(key: str, value: Any, lo: float, hi: float) -> None:
+    flag = flag_name(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(flag, f"must be a finite number, got {value!r}")
+    if value < lo:
+        raise ConfigError(flag, f"must be >= {lo}, got {value}")
+    if value > hi:
+        raise ConfigError(flag, f"must be <= {hi}, got {value}")
+
+
+def _check_force(value: str) -> None:
+    flag = flag_name("force")
+    if value in ("off", "on"):
+        return
+    if value.startswith("flap:"):
+        period = value.split(":", 1)[1]
+        if period.isdigit() and 1 <= int(period) <= 1_000_000:
+            return
+    raise ConfigError(flag, f"must be 'off', 'on' or 'flap:N' with N >= 1, got {value!r}")

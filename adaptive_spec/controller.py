@@ -1,0 +1,202 @@
+"""The per-process decision loop, independent of SGLang.
+
+One `Controller` lives in each scheduler process. The scheduler hook hands it a
+`LoadSnapshot` when a batch is built; the worker hook asks it for the draft steps of each
+decode batch; the result hook feeds back acceptance with the step count that batch really
+ran with. If the policy raises, the controller logs once and falls back for the rest of
+the run (static speculation or drafting off, per config) and the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from typing import Optional, Sequence
+
+from .config import AdaptiveSpecConfig
+from .policy import Decision, make_policy
+from .signals import AcceptanceStats, LoadSnapshot, StepTimer
+
+logger = logging.getLogger("adaptive_spec")
+
+
+class DecisionLog:
+    """One structured line per change of decision, at most `per_second` lines a second."""
+
+    def __init__(self, enabled: bool, per_second: float = 20.0, clock=time.monotonic):
+        self.enabled = enabled
+        self.min_gap = 1.0 / per_second
+        self.clock = clock
+        self._last_emit = -1e9
+        self._suppressed = 0
+        self.lines: list[str] = []  # kept for tests and the status route (bounded)
+
+    def change(self, before: Optional[Decision], after: Decision, snap: LoadSnapshot, acc: AcceptanceStats, rank: int):
+        if not self.enabled:
+            return
+        now = self.clock()
+        if now - self._last_emit < self.min_gap:
+            self._suppressed += 1
+            return
+        ema = acc.ema_accept_len
+        line = (
+            f"adaptive_spec decision rank={rank} steps={before.steps if before else None}->{after.steps} "
+            f"reason={after.reason} running={snap.running} waiting={snap.waiting} "
+            f"waiting_tokens={snap.waiting_tokens} kv_usage={snap.kv_usage:.3f} "
+            f"accept_len_ema={'%.3f' % ema if ema is not None else None} suppressed={self._suppressed}"
+        )
+        self._suppressed = 0
+        self._last_emit = now
+        self.lines.append(line)
+        del self.lines[:-100]
+        logger.info(line)
+
+
+class Controller:
+    def __init__(self, cfg: AdaptiveSpecConfig, rank: int = 0, reducer=None):
+        self.cfg = cfg
+        self.rank = rank
+        self.reducer = reducer
+        self.built_steps = cfg.candidate_steps()  # SGLang built runtime states for these
+        self.policy = make_policy(cfg, reducer)
+        self.acceptance = AcceptanceStats(ema_alpha=cfg.accept_ema_alpha)
+        self.timer = StepTimer()
+        self.snapshot = LoadSnapshot()
+        self.last: Optional[Decision] = None
+        self.decisions = Counter()  # (steps, reason) -> count
+        self.steps_histogram = Counter()  # steps -> decode batches launched with it
+        self.switches = 0
+        self.modes = Counter()  # worker step modes: off / catchup / on
+        self.fallback_reason: Optional[str] = None
+        self.decide_seconds = 0.0
+        self.log = DecisionLog(cfg.log_decisions)
+        self.listeners = []  # callables(decision, snapshot): metrics
+
+    # ---- inputs -------------------------------------------------------------------
+    def on_snapshot(self, snap: LoadSnapshot) -> None:
+        self.snapshot = snap
+
+    def on_result(self, steps: int, correct_drafts_per_req: Sequence[int]) -> None:
+        """A decode result reached the CPU; `steps` is what that batch ran with."""
+        try:
+            self.acceptance.observe(steps, correct_drafts_per_req)
+            dt = self.timer.tick(steps)
+            observe = getattr(self.policy, "observe_step_time", None)
+            if dt is not None and observe is not None:
+                observe(len(correct_drafts_per_req), steps, dt)
+        except Exception as exc:  # never let bookkeeping take the server down
+            self.fail(f"result hook: {exc!r}")
+
+    # ---- the decision -------------------------------------------------------------
+    def decide(self, batch_size: int) -> Decision:
+        """Draft steps for the decode batch about to launch (batch_size requests)."""
+        t0 = time.perf_counter()
+        if self.fallback_reason is not None:
+            decision = self._fallback_decision()
+        else:
+            snap = self.snapshot
+            if snap.running != batch_size:
+                snap = LoadSnapshot(
+                    running=batch_size,
+                    waiting=snap.waiting,
+                    waiting_tokens=snap.waiting_tokens,
+                    kv_used=snap.kv_used,
+                    kv_total=snap.kv_total,
+                    forward_ct=snap.forward_ct,
+                    taken_at=snap.taken_at,
+                )
+            try:
+                decision = self.policy.decide(snap, self.acceptance)
+                if not 0 <= decision.steps <= self.cfg.max_steps:
+                    raise ValueError(f"policy chose {decision.steps} steps (allowed 0..{self.cfg.max_steps})")
+            except Exception as exc:
+                self.fail(f"policy: {exc!r}")
+                decision = self._fallback_decision()
+        self._record(decision)
+        self.decide_seconds += time.perf_counter() - t0
+        return decision
+
+    def _record(self, decision: Decision) -> None:
+        self.decisions[(decision.steps, decision.reason)] += 1
+        self.steps_histogram[decision.steps] += 1
+        if self.last is None or decision.steps != self.last.steps or decision.reason != self.last.reason:
+            if self.last is not None and decision.steps != self.last.steps:
+                self.switches += 1
+            self.log.change(self.last, decision, self.snapshot, self.acceptance, self.rank)
+        self.last = decision
+        for listener in self.listeners:
+            try:
+                listener(decision, self.snapshot)
+            except Exception as exc:
+                self.listeners.remove(listener)
+                logger.warning("adaptive_spec: metrics listener disabled after error: %r", exc)
+
+    def update_settings(self, new_cfg: AdaptiveSpecConfig) -> None:
+        """Run-time change (validated by the caller); the policy restarts from the new settings."""
+        if not set(new_cfg.candidate_steps()) <= set(self.built_steps):
+            raise ValueError(f"step counts {new_cfg.candidate_steps()} were not all built at start ({self.built_steps})")
+        logger.info("adaptive_spec: settings changed on rank %d: %s", self.rank, new_cfg.to_json())
+        self.cfg = new_cfg
+        self.policy = make_policy(new_cfg, self.reducer)
+        self.log.enabled = new_cfg.log_decisions
+        self.last = None
+
+    def reset_stats(self) -> None:
+        """Zero the counters and acceptance (benchmarks measure one mode at a time)."""
+        self.acceptance = AcceptanceStats(ema_alpha=self.cfg.accept_ema_alpha)
+        self.decisions.clear()
+        self.steps_histogram.clear()
+        self.modes.clear()
+        self.switches = 0
+        self.decide_seconds = 0.0
+
+    def note_mode(self, mode: str) -> None:
+        """How the worker ran the step (off / catchup / on); see hooks_offpath."""
+        self.modes[mode] += 1
+
+    # ---- failure ------------------------------------------------------------------
+    def _fallback_decision(self) -> Decision:
+        steps = self.cfg.max_steps if self.cfg.fallback == "static" else 0
+        return Decision(steps, "fallback")
+
+    def fail(self, why: str) -> None:
+        """Switch to the configured fallback for the rest of the run; log once."""
+        if self.fallback_reason is None:
+            self.fallback_reason = why
+            logger.error(
+                "adaptive_spec: %s failed; falling back to %s for the rest of the run",
+                why,
+                "static speculation" if self.cfg.fallback == "static" else "drafting off",
+            )
+
+    # ---- status ---------------------------------------------------------------------
+    def status(self) -> dict:
+        acc = self.acceptance
+        return {
+            "settings": {k: getattr(self.cfg, k) for k in self.cfg.keys()},
+            "built_steps": self.built_steps,
+            "rank": self.rank,
+            "decision": {"steps": self.last.steps, "reason": self.last.reason} if self.last else None,
+            "fallback": self.fallback_reason,
+            "load": {
+                "running": self.snapshot.running,
+                "waiting": self.snapshot.waiting,
+                "waiting_tokens": self.snapshot.waiting_tokens,
+                "kv_usage": round(self.snapshot.kv_usage, 4),
+            },
+            "acceptance": {
+                "accept_len_ema": acc.ema_accept_len,
+                "draft_accept_rate": acc.draft_accept_rate,
+                "mean_accept_len": acc.mean_accept_len,
+                "per_position": acc.per_position(),
+                "samples": acc.samples,
+            },
+            "step_ms_mean": self.timer.mean_ms(),
+            "steps_histogram": {str(k): v for k, v in sorted(self.steps_histogram.items())},
+            "switches": self.switches,
+            "step_modes": dict(self.modes),
+            "decisions": {f"{s}:{r}": n for (s, r), n in sorted(self.decisions.items())},
+            "decide_us_mean": 1e6 * self.decide_seconds / max(1, sum(self.steps_histogram.values())),
+            "cost_model": self.policy.describe() if hasattr(self.policy, "describe") else None,
+        }

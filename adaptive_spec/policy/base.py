@@ -1,0 +1,64 @@
+"""What every policy returns, and the forced patterns used by benchmarks and tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Protocol
+
+from ..signals import AcceptanceStats, LoadSnapshot
+
+# Why a decision was made; also the Prometheus label values.
+REASONS = (
+    "idle",  # light load, drafting pays
+    "threshold",  # running batch at/above the threshold
+    "queue",  # requests waiting at/above the queue threshold
+    "acceptance",  # measured accept length below the floor
+    "reprobe",  # short drafting window to re-measure acceptance
+    "cost_model",  # goodput policy's choice
+    "slo",  # goodput policy meeting a TPOT target
+    "forced",  # --adaptive-spec-force
+    "fallback",  # a hook or the policy failed; static behaviour for the rest of the run
+)
+
+
+@dataclass(frozen=True)
+class Decision:
+    steps: int
+    reason: str
+
+
+class Policy(Protocol):
+    max_steps: int
+
+    def decide(self, snap: LoadSnapshot, acc: AcceptanceStats) -> Decision: ...
+
+
+class ForcedPolicy:
+    """Holds drafting off, on, or alternates every `period` decode steps (test aid)."""
+
+    def __init__(self, mode: str, period: int, max_steps: int):
+        self.mode, self.period, self.max_steps = mode, period, max_steps
+        self._step = 0
+
+    def decide(self, snap: LoadSnapshot, acc: AcceptanceStats) -> Decision:
+        if self.mode == "off":
+            return Decision(0, "forced")
+        if self.mode == "on":
+            return Decision(self.max_steps, "forced")
+        on = (self._step // self.period) % 2 == 0
+        self._step += 1
+        return Decision(self.max_steps if on else 0, "forced")
+
+
+def make_policy(cfg, reducer=None) -> Policy:
+    """The policy a config asks for (cfg: AdaptiveSpecConfig; reducer: TP all-reduce mean)."""
+    forced: Optional[tuple] = cfg.forced_pattern()
+    if forced is not None:
+        return ForcedPolicy(forced[0], forced[1], cfg.max_steps)
+    if cfg.policy == "threshold":
+        from .threshold import ThresholdPolicy
+
+        return ThresholdPolicy(cfg)
+    from .goodput import GoodputPolicy
+
+    return GoodputPolicy(cfg, reducer=reducer)

@@ -1,0 +1,195 @@
+"""Goodput policy: the draft steps k (0..max) that maximise accepted tokens per second.
+
+No offline profiling: the step-time table t(batch bucket, k) is learned online from the
+step times the server measures anyway (wall time between processed decode results), and
+acceptance from the verify results, per draft position.
+
+  expected tokens per step  E_k = 1 + sum_{j=1..k} prod_{i<=j} p_i
+      (p_i: pooled, decayed chance that draft i is right given drafts 1..i-1 were)
+  choice                    k* = argmax_k E_k / t(bucket, k)
+
+For a fixed batch the same k maximises the batch's throughput (bs * E_k / t) and each
+request's token rate (E_k / t), so "throughput when busy, latency when idle" is one rule;
+with `tpot_slo_ms` the choice is restricted to the k whose predicted TPOT (t / E_k) meets
+the target when any does. Unmeasured cells are estimated from measured neighbours and
+probed rarely (one step, round-robin) until they have `min_samples` samples. A switch
+needs a `switch_margin` gain, so the choice does not flap on noise.
+
+Tensor parallelism: every input is rank-identical except the measured times. Those are
+accumulated locally and merged into the table only every `sync_interval` decisions, through
+`reducer` (an all-reduce mean over the TP CPU group in the server; identity with one rank),
+so every rank decides from the same table at the same step.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional
+
+from ..signals import AcceptanceStats, LoadSnapshot
+from .base import Decision
+
+MAX_BUCKET_EXP = 12  # batch buckets 1, 2, 4, ... 4096
+
+
+def bucket_of(batch_size: int) -> int:
+    return min(MAX_BUCKET_EXP, max(0, math.ceil(math.log2(max(1, batch_size)))))
+
+
+class StepTimeTable:
+    """t(bucket, k): mean seconds per decode step, with sample counts."""
+
+    def __init__(self, max_steps: int, decay: float = 0.9):
+        self.max_steps = max_steps
+        self.decay = decay  # weight of the old mean at each sync (adapts to drift)
+        n = (MAX_BUCKET_EXP + 1) * (max_steps + 1)
+        self.mean = [0.0] * n
+        self.count = [0.0] * n
+        # Local, not yet merged: sums and counts since the last sync.
+        self._sum = [0.0] * n
+        self._n = [0.0] * n
+
+    def _i(self, bucket: int, k: int) -> int:
+        return bucket * (self.max_steps + 1) + k
+
+    def record(self, batch_size: int, k: int, seconds: float) -> None:
+        i = self._i(bucket_of(batch_size), k)
+        if self.count[i] >= 3 and seconds > 3.0 * self.mean[i]:
+            return  # a prefill or a stall between two decode results, not a decode step
+        self._sum[i] += seconds
+        self._n[i] += 1
+
+    def sync(self, reducer: Callable[[list], list]) -> None:
+        """Merge local samples (averaged over ranks by `reducer`) into the shared table."""
+        merged = reducer(self._sum + self._n)
+        half = len(self._sum)
+        sums, ns = merged[:half], merged[half:]
+        for i in range(half):
+            if ns[i] > 0:
+                fresh = sums[i] / ns[i]
+                if self.count[i] == 0:
+                    self.mean[i] = fresh
+                else:
+                    w_old = self.decay * min(self.count[i], 50.0)
+                    self.mean[i] = (w_old * self.mean[i] + ns[i] * fresh) / (w_old + ns[i])
+                self.count[i] += ns[i]
+        self._sum = [0.0] * half
+        self._n = [0.0] * half
+
+    def samples(self, bucket: int, k: int) -> float:
+        return self.count[self._i(bucket, k)]
+
+    def estimate(self, bucket: int, k: int) -> Optional[float]:
+        """Measured mean, else scaled from the nearest bucket where both k and 0 are known."""
+        i = self._i(bucket, k)
+        if self.count[i] > 0:
+            return self.mean[i]
+        base_here = self.mean[self._i(bucket, 0)] if self.count[self._i(bucket, 0)] > 0 else None
+        for dist in range(1, MAX_BUCKET_EXP + 1):
+            for b in (bucket - dist, bucket + dist):
+                if 0 <= b <= MAX_BUCKET_EXP and self.count[self._i(b, k)] > 0:
+                    t_bk = self.mean[self._i(b, k)]
+                    if base_here is not None and self.count[self._i(b, 0)] > 0:
+                        return base_here * t_bk / self.mean[self._i(b, 0)]
+                    return t_bk * (2.0 ** (bucket - b)) ** 0.5  # crude: cost grows sublinearly with batch
+        return None
+
+    def snapshot(self) -> dict:
+        out = {}
+        for b in range(MAX_BUCKET_EXP + 1):
+            row = {str(k): round(1000 * self.mean[self._i(b, k)], 3) for k in range(self.max_steps + 1) if self.count[self._i(b, k)] > 0}
+            if row:
+                out[str(2**b)] = row
+        return out  # {batch bucket: {k: ms}}
+
+
+class GoodputPolicy:
+    # Prior per-position acceptance before any measurement: optimistic, so drafting is
+    # tried; the measured values replace it after the first verify results.
+    PRIOR_ACCEPT = 0.7
+    # Before measurements, relative cost of one draft step + the longer verify (per k).
+    PRIOR_STEP_COST = 0.35
+
+    def __init__(self, cfg, reducer: Optional[Callable[[list], list]] = None):
+        self.cfg = cfg
+        self.max_steps = cfg.max_steps
+        self.table = StepTimeTable(cfg.max_steps)
+        self.reducer = reducer or (lambda v: v)
+        self.sync_interval = 32
+        self.min_samples = 6
+        self.explore_interval = 16
+        self.probe_len = 3  # from k=0 the first step only catches the draft up
+        self.switch_margin = 0.03
+        self._decisions = 0
+        self._current: Optional[int] = None
+        self._last_goodput: dict = {}
+        self._probe_k: Optional[int] = None
+        self._probe_left = 0
+
+    # ---- inputs ---------------------------------------------------------------------
+    def observe_step_time(self, batch_size: int, k: int, seconds: float) -> None:
+        if 0 <= k <= self.max_steps and seconds > 0:
+            self.table.record(batch_size, k, seconds)
+
+    # ---- model ----------------------------------------------------------------------
+    def expected_tokens(self, acc: AcceptanceStats) -> list[float]:
+        per_pos = acc.per_position()
+        e, run, out = 1.0, 1.0, [1.0]
+        for j in range(self.max_steps):
+            p = per_pos[j] if j < len(per_pos) and per_pos[j] is not None else self.PRIOR_ACCEPT
+            run *= p
+            e += run
+            out.append(e)
+        return out  # out[k] = E_k
+
+    def step_time(self, bucket: int, k: int) -> float:
+        t = self.table.estimate(bucket, k)
+        if t is not None:
+            return t
+        base = self.table.estimate(bucket, 0)
+        base = base if base is not None else 0.01
+        return base * (1.0 + self.PRIOR_STEP_COST * k)
+
+    # ---- decision -------------------------------------------------------------------
+    def decide(self, snap: LoadSnapshot, acc: AcceptanceStats) -> Decision:
+        self._decisions += 1
+        if self._decisions % self.sync_interval == 0:
+            self.table.sync(self.reducer)
+        bucket = bucket_of(snap.running)
+        probe = self._probe(bucket)
+        if probe is not None:
+            return Decision(probe, "cost_model")
+        expected = self.expected_tokens(acc)
+        goodput = [expected[k] / self.step_time(bucket, k) for k in range(self.max_steps + 1)]
+        self._last_goodput = {k: g for k, g in enumerate(goodput)}
+        candidates = list(range(self.max_steps + 1))
+        reason = "cost_model"
+        slo = self.cfg.tpot_slo_ms
+        if slo is not None:
+            meets = [k for k in candidates if 1000.0 * self.step_time(bucket, k) / expected[k] <= slo]
+            if meets:
+                candidates, reason = meets, "slo"
+        best = max(candidates, key=lambda k: goodput[k])
+        cur = self._current
+        if cur is not None and cur in candidates and goodput[best] <= goodput[cur] * (1 + self.switch_margin):
+            best = cur  # not worth a switch
+        self._current = best
+        return Decision(best, reason)
+
+    def _probe(self, bucket: int) -> Optional[int]:
+        """Round-robin short probes of under-sampled k at this bucket, rarely."""
+        if self._probe_left > 0:
+            self._probe_left -= 1
+            return self._probe_k
+        if self._decisions % self.explore_interval != 0:
+            return None
+        # Identical on every rank: the table only changes at syncs.
+        under = [k for k in range(self.max_steps + 1) if self.table.samples(bucket, k) < self.min_samples]
+        if not under:
+            return None
+        self._probe_k = under[(self._decisions // self.explore_interval) % len(under)]
+        self._probe_left = self.probe_len - 1
+        return self._probe_k
+
+    def describe(self) -> dict:
+        return {"step_ms": self.table.snapshot(), "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in self._last_goodput.items()}}

@@ -1,0 +1,176 @@
+"""The fast "off" path and lossless re-entry, inside EAGLEWorkerV2 (SGLang 0.5.16).
+
+Why (profiled on the H200, N = 128, synthetic 8B pair, see benchmarks/results/): SGLang's
+0-step state runs the target as a TARGET_VERIFY forward over one token per request. With
+the Triton attention backend that goes through the *extend* attention kernel
+(`_fwd_kernel`), 78% of the GPU time of such a step, 27 ms vs 8 ms for a plain decode step;
+draft-extend adds another extend-kernel pass. So:
+
+off step    SGLang's 0-step bookkeeping (trivial one-node verify, sampling, result/future
+            plumbing: unchanged, so greedy and sampling semantics are SGLang's), but the
+            target forward runs as an ordinary DECODE through its own decode CUDA graph
+            (decode attention kernel), and draft-extend is skipped (SGLang's
+            SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND stubs).
+catch-up    the first step after off steps whose decision is "draft": one step of SGLang's
+            own 0-step path *with* draft-extend, which writes the draft KV of the newest
+            position and fresh draft logits/hidden state. The next step drafts from a warm
+            state, so its acceptance is steady-state acceptance (drafts from the stubbed
+            state would all be rejected). Draft KV of the older off positions is not
+            rewritten (see README: limits).
+on step     SGLang's step with k draft steps, untouched.
+
+Mixed batches need nothing special: every request in the batch gets the same treatment,
+requests admitted while off were prefilled with draft-extend as usual.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+
+from .state import get_controller
+
+logger = logging.getLogger("adaptive_spec")
+
+SKIP_ENV = "SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND"
+_decode_forward_active = False  # set for the duration of one off step's target forward
+
+
+class DecodePath:
+    """A target attention backend + DECODE-mode CUDA graph runner, built once at start."""
+
+    def __init__(self, worker):
+        from sglang.srt.model_executor.runner.decode_cuda_graph_runner import DecodeCudaGraphRunner
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+        mr = worker._target_worker.model_runner
+        self.model_runner = mr
+        backup_init = mr.init_new_workspace
+        try:
+            self.attn_backend = mr._get_attention_backend(init_new_workspace=True)
+        finally:
+            mr.init_new_workspace = backup_init
+        self.graph_runner = None
+        if mr.decode_cuda_graph_runner is not None:
+            # The graph runner picks TARGET_VERIFY whenever the runner is speculative;
+            # capture the target as the plain server would, then restore.
+            saved = mr.spec_algorithm
+            mr.spec_algorithm = SpeculativeAlgorithm.NONE
+            try:
+                self.graph_runner = DecodeCudaGraphRunner(mr, attn_backend=self.attn_backend)
+            finally:
+                mr.spec_algorithm = saved
+
+    @contextlib.contextmanager
+    def installed(self):
+        mr = self.model_runner
+        saved = (mr.attn_backend, mr.decode_cuda_graph_runner)
+        mr.attn_backend, mr.decode_cuda_graph_runner = self.attn_backend, self.graph_runner
+        try:
+            yield
+        finally:
+            mr.attn_backend, mr.decode_cuda_graph_runner = saved
+
+
+def after_init_cuda_graphs(ret, worker, *args, **kwargs):
+    """AFTER hook on EAGLEWorkerV2.init_cuda_graphs: build the decode path once."""
+    ctl = get_controller()
+    if ctl is None or ctl.cfg.off_path != "decode" or getattr(worker, "adaptive_controller", None) is None:
+        return None
+    try:
+        worker._as_decode_path = DecodePath(worker)
+        worker._as_draft_stale = False
+        logger.info(
+            "adaptive_spec: decode off-path ready (CUDA graphs: %s)",
+            worker._as_decode_path.graph_runner is not None,
+        )
+    except Exception as exc:
+        worker._as_decode_path = None
+        logger.error("adaptive_spec: decode off-path unavailable (%r); using SGLang's 0-step path", exc)
+    return None
+
+
+def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
+    """AROUND hook on EAGLEWorkerV2.forward_batch_generation: off / catch-up / on per step."""
+    path = getattr(worker, "_as_decode_path", None)
+    ctl = get_controller()
+    if path is None or ctl is None or ctl.cfg.off_path != "decode" or batch.forward_mode.is_extend() or batch.is_extend_in_batch or batch.forward_mode.is_idle():
+        return orig(worker, batch, *args, **kwargs)
+    try:
+        steps = ctl.decide(batch.seq_lens.shape[0]).steps
+        mode = "off" if steps == 0 else ("catchup" if worker._as_draft_stale else "on")
+        ctl.note_mode(mode)
+        worker.adaptive_controller._activate(0 if mode != "on" else steps)
+    except Exception as exc:
+        ctl.fail(f"off-path decision: {exc!r}")
+        return orig(worker, batch, *args, **kwargs)
+
+    global _decode_forward_active
+    worker.activate_step_by_batch = _already_decided  # SGLang's own call inside orig: no-op
+    env_before = os.environ.get(SKIP_ENV)
+    try:
+        if mode == "off":
+            os.environ[SKIP_ENV] = "1"
+            _decode_forward_active = True
+        else:
+            os.environ.pop(SKIP_ENV, None)
+        result = orig(worker, batch, *args, **kwargs)
+    finally:
+        _decode_forward_active = False
+        del worker.activate_step_by_batch
+        if env_before is None:
+            os.environ.pop(SKIP_ENV, None)
+        else:
+            os.environ[SKIP_ENV] = env_before
+    worker._as_draft_stale = mode == "off"
+    return result
+
+
+def _already_decided(batch_size):
+    return None
+
+
+def around_target_forward(orig, tp_worker, batch=None, forward_batch=None, *args, **kwargs):
+    """AROUND hook on TpModelWorker.forward_batch_generation: an off step's one-token
+    TARGET_VERIFY forward runs as an ordinary DECODE forward through the decode graph."""
+    if not _decode_forward_active or forward_batch is None or not kwargs.get("is_verify", False):
+        return orig(tp_worker, batch, forward_batch, *args, **kwargs)
+    spec_info = forward_batch.spec_info
+    if getattr(spec_info, "draft_token_num", None) != 1 or not forward_batch.forward_mode.is_target_verify():
+        return orig(tp_worker, batch, forward_batch, *args, **kwargs)
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardMode
+
+    worker = _current_spec_worker(tp_worker)
+    path = getattr(worker, "_as_decode_path", None) if worker is not None else None
+    if path is None:
+        return orig(tp_worker, batch, forward_batch, *args, **kwargs)
+    bs = forward_batch.batch_size
+    # TARGET_VERIFY: seq_lens = committed KV, the token is appended at position seq_lens.
+    # DECODE: seq_lens include the token being decoded. Same position, same KV slot.
+    forward_batch.forward_mode = ForwardMode.DECODE
+    forward_batch.spec_info = None
+    forward_batch.capture_hidden_mode = CaptureHiddenMode.NULL
+    forward_batch.seq_lens = forward_batch.seq_lens + 1
+    if forward_batch.seq_lens_cpu is not None:
+        forward_batch.seq_lens_cpu = forward_batch.seq_lens_cpu + 1
+    if forward_batch.seq_lens_sum is not None:
+        forward_batch.seq_lens_sum = forward_batch.seq_lens_sum + bs
+    forward_batch.forward_metadata_ready = False  # planned for the verify graph; re-plan
+    with path.installed():
+        return orig(tp_worker, batch, forward_batch, *args, **kwargs)
+
+
+_spec_workers = []
+
+
+def register_spec_worker(worker) -> None:
+    """Remember the spec worker so the target-forward hook can find its decode path."""
+    _spec_workers.append(worker)
+
+
+def _current_spec_worker(tp_worker):
+    for w in _spec_workers:
+        if getattr(w, "_target_worker", None) is tp_worker:
+            return w
+    return None

@@ -1,0 +1,69 @@
+"""Scheduler-side hooks: load snapshot per iteration, acceptance per decode result.
+
+Both read CPU state the scheduler already holds: no IPC, no GPU->CPU sync.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..signals import LoadSnapshot
+from .state import get_controller
+
+# Counting the waiting prompt tokens is O(queue); beyond this many requests the policy
+# already knows the server is saturated, so the count is capped.
+MAX_WAITING_SCANNED = 4096
+
+
+def snapshot_from_scheduler(sched) -> LoadSnapshot:
+    """LoadSnapshot from a `Scheduler` (or anything with the same attributes)."""
+    running_batch = getattr(sched, "running_batch", None)
+    running = running_batch.batch_size() if running_batch is not None else 0
+    queue = sched.waiting_queue
+    waiting_tokens = 0
+    for i, req in enumerate(queue):
+        if i >= MAX_WAITING_SCANNED:
+            break
+        waiting_tokens += len(req.origin_input_ids)
+    total = int(getattr(sched, "max_total_num_tokens", 0) or 0)
+    used = 0
+    if total:
+        free = sched.token_to_kv_pool_allocator.available_size() + sched.tree_cache.evictable_size()
+        used = max(0, total - int(free))
+    return LoadSnapshot(
+        running=running,
+        waiting=len(queue),
+        waiting_tokens=waiting_tokens,
+        kv_used=used,
+        kv_total=total,
+        forward_ct=int(getattr(sched, "forward_ct", 0) or 0),
+        taken_at=time.monotonic(),
+    )
+
+
+def after_get_next_batch_to_run(result, sched, *args, **kwargs):
+    """AFTER hook on Scheduler.get_next_batch_to_run: the batch for this iteration is built."""
+    ctl = get_controller()
+    if ctl is not None:
+        try:
+            ctl.on_snapshot(snapshot_from_scheduler(sched))
+        except Exception as exc:
+            ctl.fail(f"scheduler snapshot hook: {exc!r}")
+    return None
+
+
+def after_resolve_spec_v2_tokens(ret, processor, result, batch, *args, **kwargs):
+    """AFTER hook on SchedulerBatchResultProcessor._resolve_spec_v2_tokens.
+
+    accept lengths are on the CPU here; `result.speculative_num_draft_tokens` is the draft
+    token count that batch ran with (steps + 1), so each sample is attributed correctly
+    even though the decision for the next batch was already made (overlap scheduler).
+    """
+    ctl = get_controller()
+    if ctl is not None:
+        try:
+            steps = int(result.speculative_num_draft_tokens) - 1
+            ctl.on_result(steps, result.num_correct_drafts_per_req_cpu)
+        except Exception as exc:
+            ctl.fail(f"result hook: {exc!r}")
+    return None

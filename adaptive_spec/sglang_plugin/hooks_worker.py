@@ -1,0 +1,81 @@
+"""Worker-side hooks: our policy decides the draft steps of every decode batch.
+
+SGLang's `--speculative-adaptive` machinery (one pre-built runtime state, with CUDA graphs,
+per candidate step count; KV reserved for the largest) is reused; its decision-maker
+(`AdaptiveController.params`) is replaced by `PolicyParams`, which asks our Controller.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..config import AdaptiveSpecConfig
+from .hooks_offpath import register_spec_worker
+from .state import init_controller
+
+logger = logging.getLogger("adaptive_spec")
+
+
+class PolicyParams:
+    """Stands in for SGLang's AdaptiveSpeculativeParams (same duck-typed interface)."""
+
+    def __init__(self, controller, candidate_steps: list[int]):
+        self.controller = controller
+        self.candidate_steps = sorted(candidate_steps)
+        self._cuda_graph_bs = None
+
+    def set_cuda_graph_bs(self, cuda_graph_bs):
+        self._cuda_graph_bs = sorted(cuda_graph_bs) if cuda_graph_bs else None
+
+    def cuda_graph_bs_for_step(self, step: int):
+        # Any batch size may run with any step count: graphs for all of them.
+        return None if self._cuda_graph_bs is None else list(self._cuda_graph_bs)
+
+    def get_steps_for_batch(self, batch_size: int) -> int:
+        return self.controller.decide(batch_size).steps
+
+    def on_verify_complete(self, num_correct_drafts_per_req, batch_size):
+        # Acceptance arrives through the result hook, attributed to the step count the
+        # batch ran with; switching happens only at the next launch.
+        return None
+
+
+def tp_mean_reducer():
+    """Mean over the TP ranks on the CPU (gloo) group; None with one rank.
+
+    The goodput policy merges measured step times through it at fixed decision counts, so
+    every rank decides from the same cost table.
+    """
+    try:
+        from sglang.srt.distributed import get_tp_group
+
+        group = get_tp_group()
+    except Exception:
+        return None
+    if group.world_size <= 1:
+        return None
+    import torch
+
+    def reduce_mean(values):
+        t = torch.tensor(values, dtype=torch.float64)
+        torch.distributed.all_reduce(t, group=group.cpu_group)
+        return (t / group.world_size).tolist()
+
+    return reduce_mean
+
+
+def after_eagle_worker_init(ret, worker, *args, **kwargs):
+    """AFTER hook on EAGLEWorkerV2.__init__: install our policy into SGLang's controller."""
+    cfg = AdaptiveSpecConfig.from_env()
+    if cfg is None:
+        return None
+    controller = getattr(worker, "adaptive_controller", None)
+    if controller is None:
+        logger.error("adaptive_spec: SGLang adaptive machinery is off; static speculation only")
+        return None
+    rank = int(getattr(getattr(worker, "_target_worker", None), "tp_rank", 0) or 0)
+    ctl = init_controller(cfg, rank, reducer=tp_mean_reducer())
+    register_spec_worker(worker)
+    controller.params = PolicyParams(ctl, cfg.candidate_steps())
+    logger.info("adaptive_spec: policy %s installed, candidate steps %s", cfg.policy, cfg.candidate_steps())
+    return None

@@ -1,0 +1,52 @@
+"""Entry point (group `sglang.srt.plugins`): SGLang calls `register()` in every process.
+
+Hooks are registered only when the launcher passed our settings (environment variable);
+a plain `python -m sglang.launch_server` with this package installed is untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..config import AdaptiveSpecConfig
+
+logger = logging.getLogger("adaptive_spec")
+
+SCHEDULER = "sglang.srt.managers.scheduler.Scheduler"
+RESULT_PROCESSOR = "sglang.srt.managers.scheduler_components.batch_result_processor.SchedulerBatchResultProcessor"
+EAGLE_WORKER = "sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2"
+TP_WORKER = "sglang.srt.managers.tp_worker.TpModelWorker"
+
+# (target, hook function name in our modules, hook type name)
+HOOKS = (
+    (f"{EAGLE_WORKER}.__init__", "hooks_worker.after_eagle_worker_init", "AFTER"),
+    (f"{SCHEDULER}.get_next_batch_to_run", "hooks_scheduler.after_get_next_batch_to_run", "AFTER"),
+    (f"{RESULT_PROCESSOR}._resolve_spec_v2_tokens", "hooks_scheduler.after_resolve_spec_v2_tokens", "AFTER"),
+    (f"{EAGLE_WORKER}.init_cuda_graphs", "hooks_offpath.after_init_cuda_graphs", "AFTER"),
+    (f"{EAGLE_WORKER}.forward_batch_generation", "hooks_offpath.around_forward_batch_generation", "AROUND"),
+    (f"{TP_WORKER}.forward_batch_generation", "hooks_offpath.around_target_forward", "AROUND"),
+    (f"{SCHEDULER}.get_internal_state", "status.after_get_internal_state", "AFTER"),
+    (f"{SCHEDULER}.set_internal_state", "status.around_set_internal_state", "AROUND"),
+)
+
+
+def register() -> None:
+    try:
+        cfg = AdaptiveSpecConfig.from_env()
+    except Exception as exc:  # a broken carried config must not take the process down
+        logger.error("adaptive_spec: ignoring unreadable settings (%s); SGLang runs unchanged", exc)
+        return
+    if cfg is None:
+        return
+    from importlib import import_module
+
+    from sglang.srt.plugins.hook_registry import HookRegistry, HookType
+
+    for target, hook_path, hook_type in HOOKS:
+        module_name, fn_name = hook_path.rsplit(".", 1)
+        fn = getattr(import_module(f"{__package__}.{module_name}"), fn_name)
+        HookRegistry.register(target, fn, getattr(HookType, hook_type))
+    if cfg.verify_backend == "triton":
+        from .verify_backend import install_verify_backend
+
+        install_verify_backend("triton")

@@ -1,0 +1,124 @@
+"""Load and acceptance signals the policies decide on. Pure Python, no sglang import.
+
+Everything here is rank-identical under tensor parallelism: batch composition, the waiting
+queue and KV accounting are replicated on every TP rank by SGLang's scheduler, and
+accept lengths are broadcast from rank 0 after verification. Wall-clock step times are
+NOT rank-identical; they are recorded for observability and may only influence a
+decision through a value every rank agrees on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+
+@dataclass(frozen=True)
+class LoadSnapshot:
+    """What the scheduler sees when it launches a decode batch."""
+
+    running: int = 0  # requests in the decode batch
+    waiting: int = 0  # requests in the waiting queue
+    waiting_tokens: int = 0  # prompt tokens of the waiting requests
+    kv_used: int = 0  # KV token slots in use (not free, not evictable)
+    kv_total: int = 0  # KV token slots in the pool
+    forward_ct: int = 0  # scheduler's forward counter when taken
+    taken_at: float = 0.0  # time.monotonic() when taken
+
+    @property
+    def kv_usage(self) -> float:
+        return self.kv_used / self.kv_total if self.kv_total else 0.0
+
+
+@dataclass
+class AcceptanceStats:
+    """Accept-length estimate from verify results, attributed to the steps they ran with.
+
+    `observe` is fed once per processed decode result with the step count recorded on
+    that result (under the overlap scheduler a result arrives one iteration after the
+    decision for the next batch was made, so "current steps" would be wrong).
+    Accept length counts the bonus token: 1 <= accept_len <= steps + 1.
+    """
+
+    ema_alpha: float = 0.1
+    # Per-position counters are multiplied by this per observed result, so old evidence
+    # fades (a draft that got better or worse is noticed).
+    pos_decay: float = 0.995
+    ema_accept_len: Optional[float] = None  # only from results that drafted (steps > 0)
+    samples: int = 0
+    # Per-position conditional acceptance counters: hits[j] / tries[j] estimates
+    # P(draft j+1 accepted | drafts 1..j accepted).
+    pos_hits: list = field(default_factory=list)
+    pos_tries: list = field(default_factory=list)
+    total_drafted: int = 0
+    total_accepted_drafts: int = 0
+    total_rounds: int = 0  # request-rounds that drafted
+
+    def observe(self, steps: int, correct_drafts_per_req: Sequence[int]) -> None:
+        if steps <= 0 or not correct_drafts_per_req:
+            return
+        n = len(correct_drafts_per_req)
+        mean_accept_len = 1.0 + sum(correct_drafts_per_req) / n
+        if self.ema_accept_len is None:
+            self.ema_accept_len = mean_accept_len
+        else:
+            a = self.ema_alpha
+            self.ema_accept_len = (1 - a) * self.ema_accept_len + a * mean_accept_len
+        self.samples += 1
+        self.total_rounds += n
+        self.total_drafted += steps * n
+        self.total_accepted_drafts += sum(correct_drafts_per_req)
+        while len(self.pos_tries) < steps:
+            self.pos_tries.append(0)
+            self.pos_hits.append(0)
+        for j in range(len(self.pos_tries)):
+            self.pos_tries[j] *= self.pos_decay
+            self.pos_hits[j] *= self.pos_decay
+        for correct in correct_drafts_per_req:
+            correct = min(max(int(correct), 0), steps)
+            # Positions 0..correct-1 were tried and hit; position `correct` was tried and
+            # missed (if it exists).
+            for j in range(min(correct + 1, steps)):
+                self.pos_tries[j] += 1
+            for j in range(correct):
+                self.pos_hits[j] += 1
+
+    def per_position(self) -> list[Optional[float]]:
+        return [h / t if t else None for h, t in zip(self.pos_hits, self.pos_tries)]
+
+    @property
+    def mean_accept_len(self) -> Optional[float]:
+        """Over every drafting round seen (bonus token included)."""
+        if not self.total_rounds:
+            return None
+        return 1.0 + self.total_accepted_drafts / self.total_rounds
+
+    @property
+    def draft_accept_rate(self) -> Optional[float]:
+        if not self.total_drafted:
+            return None
+        return self.total_accepted_drafts / self.total_drafted
+
+
+@dataclass
+class StepTimer:
+    """Wall time between consecutive processed decode results (observability only)."""
+
+    window: int = 64
+    last_at: Optional[float] = None
+    recent: deque = field(default_factory=lambda: deque(maxlen=64))
+
+    def tick(self, steps: int, now: Optional[float] = None) -> Optional[float]:
+        now = time.monotonic() if now is None else now
+        dt = None if self.last_at is None else now - self.last_at
+        self.last_at = now
+        if dt is not None:
+            self.recent.append((steps, dt))
+        return dt
+
+    def mean_ms(self) -> Optional[float]:
+        if not self.recent:
+            return None
+        return 1000.0 * sum(dt for _, dt in self.recent) / len(self.recent)

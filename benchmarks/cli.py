@@ -1,0 +1,305 @@
+"""``adaptive-spec-bench``: the benchmark tool's command line.
+
+  adaptive-spec-bench sweep --target DIR --draft DIR [--systems a,b,...] [--concurrency 1,2,...]
+                            [--rate R,...] [--pattern steady|step|sawtooth|bursty] ...
+  adaptive-spec-bench plot FILE.json [--out FILE.png]
+  adaptive-spec-bench validate [FILE.json ...]        (default: benchmarks/results/*.json)
+  adaptive-spec-bench table FILE.json
+  adaptive-spec-bench models --out DIR ...            (the synthetic model pair; see models.py)
+
+Bad input: one line on stderr and exit status 2.  A run that could not measure anything
+(no server started): exit status 1.  Interrupted: 130.
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+import signal
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+from .loadgen import BenchError, RunError
+
+PROG = "adaptive-spec-bench"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage block
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _ints(s: str) -> List[int]:
+    try:
+        v = [int(x) for x in s.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {s!r}")
+    if not v:
+        raise argparse.ArgumentTypeError("empty list")
+    return v
+
+
+def _floats(s: str) -> List[float]:
+    try:
+        v = [float(x) for x in s.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {s!r}")
+    if not v:
+        raise argparse.ArgumentTypeError("empty list")
+    return v
+
+
+def _names(s: str) -> List[str]:
+    v = [x.strip() for x in s.split(",") if x.strip()]
+    if not v:
+        raise argparse.ArgumentTypeError("empty list")
+    return v
+
+
+def _attach(s: str):
+    if "=" not in s:
+        raise argparse.ArgumentTypeError(f"expected NAME=URL, got {s!r}")
+    name, url = s.split("=", 1)
+    return name.strip(), url.strip()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description="Side-by-side serving sweeps for SGLang + adaptive-spec.")
+    sub = p.add_subparsers(dest="cmd", metavar="{sweep,plot,validate,table,models}",
+                           parser_class=_Parser)
+
+    s = sub.add_parser("sweep", help="start/attach servers and measure them in one run",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    g = s.add_argument_group("what to measure")
+    g.add_argument("--systems", type=_names,
+                   default=["plain", "eagle3", "builtin-adaptive", "adaptive-spec:threshold"],
+                   help="comma-separated: plain, eagle3, builtin-adaptive, adaptive-spec:<variant>")
+    g.add_argument("--target", help="target model dir (config.json; used to start servers)")
+    g.add_argument("--draft", help="EAGLE-3 draft model dir")
+    g.add_argument("--attach", type=_attach, action="append", default=[], metavar="NAME=URL",
+                   help="measure an already running server (loopback only) instead of starting it")
+    g.add_argument("--concurrency", type=_ints, default=[1, 2, 4, 8, 16, 32, 64, 128, 256],
+                   help="closed-loop levels")
+    g.add_argument("--rate", type=_floats, default=[],
+                   help="open-loop Poisson rates (req/s); the cap is max(--concurrency)")
+    g.add_argument("--pattern", choices=["steady", "step", "sawtooth", "bursty"],
+                   default="steady", help="load pattern (non-steady: one closed-loop run)")
+    g.add_argument("--pattern-low", type=int, default=1)
+    g.add_argument("--pattern-high", type=int, default=128)
+    g.add_argument("--duration-s", type=float, default=30.0, help="pattern run length")
+    g.add_argument("--period-s", type=float, default=10.0, help="sawtooth/bursty period")
+    g.add_argument("--burst-s", type=float, default=2.0, help="bursty: burst length")
+    g = s.add_argument_group("requests")
+    g.add_argument("--new-tokens", type=int, default=256)
+    g.add_argument("--prompt-len", type=_ints, default=[40, 128],
+                   help="prompt lengths, used round-robin")
+    g.add_argument("--temperature", type=float, default=0.0)
+    g.add_argument("--top-p", type=float, default=None)
+    g.add_argument("--top-k", type=int, default=None)
+    g.add_argument("--no-stream", action="store_true",
+                   help="non-streamed requests (no TTFT/ITL; TPOT = e2e / tokens)")
+    g.add_argument("--seed", type=int, default=0, help="prompt seed (same prompts for all)")
+    g.add_argument("--vocab", type=int, default=None,
+                   help="vocabulary size for prompts (default: the target's config.json)")
+    g = s.add_argument_group("bounds")
+    g.add_argument("--time-budget-s", type=float, default=6.0,
+                   help="per level and system: no new request after this")
+    g.add_argument("--drain-s", type=float, default=4.0,
+                   help="per level: requests still running this long after the budget are cut off")
+    g.add_argument("--requests-per-level", type=int, default=None,
+                   help="default: max(2N, 8) capped at --max-requests")
+    g.add_argument("--max-requests", type=int, default=512)
+    g.add_argument("--deadline-s", type=float, default=None,
+                   help="bound on the whole run (levels that would not fit are skipped)")
+    g.add_argument("--no-warmup", action="store_true")
+    g = s.add_argument_group("servers")
+    g.add_argument("--spec-steps", type=int, default=3,
+                   help="EAGLE-3 steps for eagle3 and adaptive-spec (their max)")
+    g.add_argument("--builtin-adaptive-config", default=None,
+                   help="JSON config for --speculative-adaptive; its largest candidate steps "
+                        "become the start steps (default: SGLang's config, start steps 7)")
+    g.add_argument("--server-arg", action="append", default=[], metavar="'ARGS'",
+                   help="extra flags for every started server (shell-split; repeatable)")
+    g.add_argument("--system-args", action="append", default=[], metavar="'NAME=ARGS'",
+                   help="'name=--flag v' replaces that system's variant flags, 'name+=...' adds")
+    g.add_argument("--mem-fraction-static", type=float, default=None,
+                   help="per server (default 0.92 when several start together, else 0.85)")
+    g.add_argument("--max-total-tokens", type=int, default=None,
+                   help="KV cap per server (default: enough for the largest level)")
+    g.add_argument("--start-mode", choices=["parallel", "serial"], default="parallel",
+                   help="parallel: all servers up at once, measured one after another")
+    g.add_argument("--start-stagger-s", type=float, default=15.0,
+                   help="parallel: seconds between launches")
+    g.add_argument("--start-timeout-s", type=float, default=420.0)
+    g.add_argument("--order", choices=["level", "system"], default="level",
+                   help="parallel: every system at a level before the next level, or system by system")
+    g.add_argument("--python", default=None, help="interpreter for servers (default: this one)")
+    g.add_argument("--sglang-launcher", default="sglang.launch_server", metavar="MODULE")
+    g.add_argument("--ours-launcher", default="adaptive_spec.launch_server", metavar="MODULE")
+    g.add_argument("--log-dir", default=None, help="server logs (default /tmp/adaptive-spec-bench/<time>)")
+    g.add_argument("--keep-model-registry", action="store_true",
+                   help="do not set SGLANG_DISABLED_MODEL_ARCHS for Llama-only model pairs")
+    g = s.add_argument_group("output")
+    g.add_argument("--out", default=None,
+                   help="result JSON (default benchmarks/results/YYYY-MM-DD-NAME.json)")
+    g.add_argument("--name", default="sweep", help="NAME in the default --out")
+    g.add_argument("--model-desc", default=None, help="override the model description")
+    g.add_argument("--draft-desc", default=None, help="override the draft description")
+    g.add_argument("--traces-out", default=None,
+                   help="also write every request's trace (JSON lines; .gz to compress)")
+    g.add_argument("--sample-interval-s", type=float, default=0.5)
+    g.add_argument("--no-plot", action="store_true")
+    g.add_argument("--quiet", action="store_true")
+
+    pl = sub.add_parser("plot", help="FILE.json -> FILE.png")
+    pl.add_argument("file")
+    pl.add_argument("--out", default=None)
+
+    v = sub.add_parser("validate", help="check result files against the schemas")
+    v.add_argument("files", nargs="*")
+    v.add_argument("--no-name-check", action="store_true",
+                   help="skip the YYYY-MM-DD-<what>.json name and size checks")
+
+    t = sub.add_parser("table", help="print a sweep result as a table")
+    t.add_argument("file")
+
+    sub.add_parser("models", help="build the synthetic target/draft pair (see models --help)",
+                   add_help=False)
+    return p
+
+
+def _config_from(a: argparse.Namespace, argv: List[str]):
+    from .sweep import SweepConfig, default_out
+
+    attach = {}
+    for name, url in a.attach:
+        if name in attach:
+            raise BenchError(f"--attach {name} given twice")
+        attach[name] = url
+    systems = list(a.systems)
+    return SweepConfig(
+        systems=systems, target=a.target, draft=a.draft, concurrency=a.concurrency,
+        rates=a.rate, pattern=a.pattern, pattern_low=a.pattern_low, pattern_high=a.pattern_high,
+        duration_s=a.duration_s, period_s=a.period_s, burst_s=a.burst_s,
+        new_tokens=a.new_tokens, prompt_len=a.prompt_len, temperature=a.temperature,
+        top_p=a.top_p, top_k=a.top_k, stream=not a.no_stream, seed=a.seed,
+        out=a.out or default_out(a.name), name=a.name, attach=attach,
+        server_args=a.server_arg, system_args=a.system_args, spec_steps=a.spec_steps,
+        builtin_adaptive_config=a.builtin_adaptive_config,
+        mem_fraction_static=a.mem_fraction_static, max_total_tokens=a.max_total_tokens,
+        start_mode=a.start_mode, start_stagger_s=a.start_stagger_s,
+        start_timeout_s=a.start_timeout_s, order=a.order, time_budget_s=a.time_budget_s,
+        drain_s=a.drain_s, requests_per_level=a.requests_per_level,
+        max_requests_cap=a.max_requests, warmup=not a.no_warmup, deadline_s=a.deadline_s,
+        log_dir=a.log_dir, python=a.python, sglang_launcher=a.sglang_launcher,
+        ours_launcher=a.ours_launcher, vocab=a.vocab, sample_interval_s=a.sample_interval_s,
+        traces_out=a.traces_out, plot=not a.no_plot, quiet=a.quiet,
+        llama_only_registry=not a.keep_model_registry, model_desc=a.model_desc,
+        draft_desc=a.draft_desc, command=f"{PROG} " + shlex.join(argv),
+    )
+
+
+def _sigterm(signum, frame):  # turn SIGTERM into the KeyboardInterrupt path (servers stopped)
+    raise KeyboardInterrupt
+
+
+def cmd_sweep(a, argv) -> int:
+    from .sweep import Sweep, table
+
+    cfg = _config_from(a, argv)
+    if cfg.requests_per_level is not None and cfg.requests_per_level < 1:
+        raise BenchError("--requests-per-level must be >= 1")
+    if cfg.max_requests_cap < 1:
+        raise BenchError("--max-requests must be >= 1")
+    sw = Sweep(cfg)
+    old = signal.signal(signal.SIGTERM, _sigterm)
+    try:
+        res = sw.run()
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    print(table(res))
+    print(f"wrote {cfg.out} ({res['status']})")
+    if cfg.plot and res.get("rows"):
+        try:
+            from .plot import plot_result
+
+            png = plot_result(res, str(Path(cfg.out).with_suffix(".png")), title=Path(cfg.out).stem)
+            print(f"wrote {png}")
+        except BenchError as e:
+            print(f"{PROG}: no plot: {e}", file=sys.stderr)
+    if not res.get("rows"):
+        return 1
+    return 0
+
+
+def cmd_validate(a) -> int:
+    from .schema import validate_file
+
+    files = list(a.files)
+    if not files:
+        files = sorted(str(p) for p in Path("benchmarks/results").glob("*.json"))
+        if not files:
+            print("no result files under benchmarks/results/")
+            return 0
+    probs = []
+    for f in files:
+        probs += validate_file(f, check_name=False if a.no_name_check else None)
+    for pr in probs:
+        print(pr)
+    if probs:
+        return 2
+    print(f"{len(files)} file(s) valid")
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "models":
+        try:
+            from .models import main as models_main
+        except ImportError as e:
+            print(f"{PROG} models: not available: {e}", file=sys.stderr)
+            return 2
+        return models_main(argv[1:]) or 0
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    if not a.cmd:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        if a.cmd == "sweep":
+            return cmd_sweep(a, argv)
+        if a.cmd == "plot":
+            from .plot import plot_file
+
+            print(f"wrote {plot_file(a.file, a.out)}")
+            return 0
+        if a.cmd == "validate":
+            return cmd_validate(a)
+        if a.cmd == "table":
+            import json
+
+            from .sweep import table
+
+            try:
+                d = json.loads(Path(a.file).read_text())
+            except (OSError, ValueError) as e:
+                raise BenchError(f"cannot read {a.file}: {e}") from None
+            print(table(d))
+            return 0
+    except BenchError as e:
+        msg = str(e)
+        first = msg.splitlines()[0] if msg else type(e).__name__
+        print(f"{PROG} {a.cmd}: error: {first}", file=sys.stderr)
+        rest = msg.splitlines()[1:]
+        if rest and a.cmd == "sweep":  # server log tails: useful, kept after the one line
+            print("\n".join(rest), file=sys.stderr)
+        return 1 if isinstance(e, RunError) else 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

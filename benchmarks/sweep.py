@@ -1,0 +1,973 @@
+"""Side-by-side sweep: start (or attach to) several servers and measure them in the same run.
+
+Flow: start every server (by default all at once, launches staggered by a few seconds so
+their GPU-memory phases do not overlap; they share the GPU, each with its own
+``--mem-fraction-static`` and a ``--max-total-tokens`` cap) -> wait for ``/health`` (bounded,
+early death noticed) -> warm each one up -> measure level by level (every system at one level,
+then the next level) -> stop them -> write ``adaptive-spec-bench/1`` JSON (rewritten after
+every level, so a run cut short still leaves its rows) and print a table.
+
+Bounded: every level stops issuing at ``time_budget_s`` and cuts off what still runs
+``drain_s`` later; ``deadline_s`` bounds the whole run (levels that would not fit are
+skipped and listed).
+"""
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from . import loadgen as lg
+from . import stats as st
+from .loadgen import BenchError, RunError
+from .servers import (SGLANG_LAUNCHER, OURS_LAUNCHER, ServerDied, ServerGroup, ServerProcess,
+                      build_command, builtin_adaptive_steps, child_env, cuda_graph_bs,
+                      default_python, free_port, llama_only_disabled_archs,
+                      parse_system_args, spec_args, system_def, valid_system_name)
+
+DEFAULT_SYSTEMS = ["plain", "eagle3", "builtin-adaptive", "adaptive-spec:threshold"]
+DEFAULT_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+SERVER_INFO_KEYS = (
+    "version", "model_path", "speculative_algorithm", "speculative_num_steps",
+    "speculative_num_draft_tokens", "speculative_eagle_topk", "speculative_adaptive",
+    "speculative_adaptive_config", "speculative_draft_model_path", "mem_fraction_static",
+    "max_running_requests", "max_total_tokens", "max_total_num_tokens", "attention_backend",
+    "sampling_backend", "disable_overlap_schedule", "cuda_graph_max_bs", "context_length",
+    "stream_interval", "incremental_streaming_output",
+)
+
+
+@dataclass
+class SweepConfig:
+    systems: List[str] = field(default_factory=lambda: list(DEFAULT_SYSTEMS))
+    target: Optional[str] = None
+    draft: Optional[str] = None
+    concurrency: List[int] = field(default_factory=lambda: list(DEFAULT_LEVELS))
+    rates: List[float] = field(default_factory=list)
+    pattern: str = "steady"                   # steady|step|sawtooth|bursty
+    pattern_low: int = 1
+    pattern_high: int = 128
+    duration_s: float = 30.0                  # pattern runs
+    period_s: float = 10.0                    # sawtooth / bursty
+    burst_s: float = 2.0                      # bursty
+    new_tokens: int = 256
+    prompt_len: List[int] = field(default_factory=lambda: [40, 128])
+    temperature: float = 0.0
+    top_p: Optional[float] = None
+    top_k: Optional[int] = None
+    stream: bool = True
+    seed: int = 0
+    out: Optional[str] = None
+    name: str = "sweep"
+    attach: Dict[str, str] = field(default_factory=dict)
+    server_args: List[str] = field(default_factory=list)
+    system_args: List[str] = field(default_factory=list)
+    spec_steps: int = 3
+    builtin_adaptive_config: Optional[str] = None
+    mem_fraction_static: Optional[float] = None
+    max_total_tokens: Optional[int] = None
+    start_mode: str = "parallel"              # parallel|serial
+    start_stagger_s: float = 15.0
+    start_timeout_s: float = 420.0
+    order: str = "level"                      # level|system (parallel mode)
+    time_budget_s: float = 6.0
+    drain_s: float = 4.0
+    requests_per_level: Optional[int] = None  # None: max(2N, 8) capped at 512
+    max_requests_cap: int = 512
+    warmup: bool = True
+    deadline_s: Optional[float] = None
+    log_dir: Optional[str] = None
+    python: Optional[str] = None
+    sglang_launcher: str = SGLANG_LAUNCHER
+    ours_launcher: str = OURS_LAUNCHER
+    vocab: Optional[int] = None
+    sample_interval_s: float = 0.5
+    traces_out: Optional[str] = None
+    plot: bool = True
+    command: Optional[str] = None
+    quiet: bool = False
+    llama_only_registry: bool = True
+    model_desc: Optional[str] = None
+    draft_desc: Optional[str] = None
+
+
+# ------------------------------------------------------------------------------------------
+# facts about the machine and the models
+
+
+def machine_string() -> str:
+    parts = []
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "--query-gpu=name,memory.total", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=15).stdout
+            names = [ln.split(",")[0].strip() for ln in out.splitlines() if ln.strip()]
+            if names:
+                mem = out.splitlines()[0].split(",")[1].strip() if "," in out else ""
+                parts.append(f"{len(names)}x {names[0]}" + (f" ({mem})" if mem else ""))
+        except (OSError, subprocess.SubprocessError):
+            pass
+    if not parts:
+        parts.append(f"{platform.node() or 'host'} (no GPU seen)")
+    v = _pkg_version("torch")
+    if v:
+        parts.append(f"torch {v}")
+    parts.append(f"python {platform.python_version()}")
+    return ", ".join(parts)
+
+
+def gpu_memory_gib() -> Optional[float]:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    try:
+        out = subprocess.run([smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=15).stdout
+        return float(out.splitlines()[0].strip()) / 1024.0
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
+def _pkg_version(name: str) -> Optional[str]:
+    try:
+        from importlib import metadata
+
+        return metadata.version(name)
+    except Exception:  # noqa: BLE001 - any metadata problem: unknown
+        return None
+
+
+def read_config(d: Optional[str]) -> dict:
+    if not d:
+        return {}
+    p = Path(d) / "config.json"
+    try:
+        return json.loads(p.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def describe_model(d: Optional[str], cfg: dict, kind: str) -> Optional[str]:
+    if not d:
+        return None
+    if not cfg:
+        return f"{kind} at {Path(d).name} (no readable config.json)"
+    arch = (cfg.get("architectures") or ["?"])[0]
+    bits = []
+    for k, label in (("hidden_size", "hidden"), ("num_hidden_layers", "layers"),
+                     ("vocab_size", "vocab"), ("draft_vocab_size", "draft vocab")):
+        if cfg.get(k) is not None:
+            bits.append(f"{label} {cfg[k]}")
+    s = f"{arch} ({', '.join(bits)}) from {Path(d).name}"
+    # the synthetic pair (models.py) leaves adaptive_spec_dial.json next to config.json
+    try:
+        meta = json.loads((Path(d) / "adaptive_spec_dial.json").read_text())
+    except (OSError, ValueError):
+        meta = None
+    if isinstance(meta, dict):
+        bits = [f"{k} {meta[k]}" for k in ("mode", "requested", "target_mode", "pair_id")
+                if meta.get(k) is not None]
+        exp = meta.get("expected") if isinstance(meta.get("expected"), dict) else {}
+        if exp.get("greedy_per_position") is not None:
+            bits.append(f"expected greedy acceptance/position {exp['greedy_per_position']}")
+        s += "; synthetic: " + ", ".join(bits)
+    return s
+
+
+def today() -> str:
+    return _dt.date.today().isoformat()
+
+
+# ------------------------------------------------------------------------------------------
+# progress
+
+
+class Progress:
+    def __init__(self, total: int, quiet: bool = False):
+        self.total = max(total, 1)
+        self.done = 0
+        self.t0 = time.time()
+        self.quiet = quiet
+        self.bar = None
+        if not quiet and sys.stderr.isatty():
+            try:
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=self.total, unit="level", file=sys.stderr,
+                                dynamic_ncols=True)
+            except ImportError:
+                self.bar = None
+
+    def say(self, msg: str) -> None:
+        if self.quiet:
+            return
+        line = f"[sweep +{time.time() - self.t0:5.0f}s] {msg}"
+        if self.bar is not None:
+            self.bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def step(self, msg: str) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.set_description(msg[:40])
+            self.bar.update(1)
+        self.say(f"({self.done}/{self.total}) {msg}")
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+# ------------------------------------------------------------------------------------------
+# the sweep
+
+
+class Sweep:
+    def __init__(self, cfg: SweepConfig):
+        self.cfg = cfg
+        self.t_start = time.time()
+        self.rows: List[dict] = []
+        self.timeline: List[dict] = []
+        self.skipped: List[str] = []
+        self.notes: List[str] = []
+        self.systems_info: Dict[str, dict] = {}
+        self.outputs: Dict[str, Dict[tuple, array]] = {}
+        self.servers: Dict[str, ServerProcess] = {}
+        self.group: Optional[ServerGroup] = None
+        self.status = "running"
+        self.sglang_version = _pkg_version("sglang")
+        self.traces_f = None
+        self._validate()
+        self.target_cfg = read_config(cfg.target)
+        self.draft_cfg = read_config(cfg.draft)
+        self.vocab = self._vocab()
+        self.prog: Optional[Progress] = None
+        self.failed: Dict[str, str] = {}
+        self.machine = "unknown"
+        self.common: List[str] = []
+        self.user: List[str] = []
+        self.log_dir: Optional[Path] = None
+
+    # -- checks -------------------------------------------------------------------------
+    def _validate(self):
+        c = self.cfg
+        if not c.systems:
+            raise BenchError("no systems given")
+        seen = set()
+        for s in c.systems:
+            if not valid_system_name(s):
+                raise BenchError(f"bad system name {s!r}: use plain, eagle3, builtin-adaptive "
+                                 f"or adaptive-spec:<variant>")
+            if s in seen:
+                raise BenchError(f"system {s!r} given twice")
+            seen.add(s)
+        for name, url in c.attach.items():
+            if name not in seen:
+                raise BenchError(f"--attach {name}=...: {name!r} is not in --systems")
+            lg.check_loopback(url)
+        self.sys_over, self.sys_app = parse_system_args(c.system_args)
+        started = [s for s in c.systems if s not in c.attach]
+        self.defs = {s: system_def(s, self.sys_over, self.sys_app) for s in started}
+        if started:
+            if not c.target:
+                raise BenchError("--target DIR is needed to start servers (or --attach all)")
+            if not Path(c.target).is_dir():
+                raise BenchError(f"--target {c.target}: not a directory")
+            if any(d.speculative for d in self.defs.values()):
+                if not c.draft:
+                    raise BenchError("--draft DIR is needed for speculative systems")
+                if not Path(c.draft).is_dir():
+                    raise BenchError(f"--draft {c.draft}: not a directory")
+        if any(n < 1 for n in c.concurrency):
+            raise BenchError("concurrency levels must be >= 1")
+        if any(r <= 0 for r in c.rates):
+            raise BenchError("request rates must be > 0")
+        if c.new_tokens < 1:
+            raise BenchError("--new-tokens must be >= 1")
+        if not c.prompt_len or any(p < 1 for p in c.prompt_len):
+            raise BenchError("--prompt-len values must be >= 1")
+        if c.temperature < 0:
+            raise BenchError("--temperature must be >= 0")
+        if c.pattern not in ("steady", "step", "sawtooth", "bursty"):
+            raise BenchError(f"unknown pattern {c.pattern!r}")
+        if c.pattern != "steady" and c.rates:
+            raise BenchError("--pattern and --rate do not combine: patterns are closed-loop")
+        if c.time_budget_s <= 0 or c.drain_s < 0:
+            raise BenchError("--time-budget-s must be > 0 and --drain-s >= 0")
+        if c.start_mode not in ("parallel", "serial"):
+            raise BenchError(f"--start-mode {c.start_mode!r}: parallel or serial")
+        if c.order not in ("level", "system"):
+            raise BenchError(f"--order {c.order!r}: level or system")
+        if c.spec_steps < 1:
+            raise BenchError("--spec-steps must be >= 1")
+        if c.mem_fraction_static is not None and not 0 < c.mem_fraction_static < 1:
+            raise BenchError("--mem-fraction-static must be in (0, 1)")
+        if c.pattern != "steady" and (c.pattern_low < 0 or c.pattern_high < 1):
+            raise BenchError("--pattern-low must be >= 0 and --pattern-high >= 1")
+        if c.pattern in ("sawtooth", "bursty") and c.period_s <= 0:
+            raise BenchError("--period-s must be > 0")
+        if c.pattern == "bursty" and not 0 < c.burst_s < c.period_s:
+            raise BenchError("--burst-s must be in (0, --period-s)")
+        if c.builtin_adaptive_config:
+            builtin_adaptive_steps(c.builtin_adaptive_config)  # readable, has candidates
+
+    def _vocab(self) -> int:
+        if self.cfg.vocab:
+            return int(self.cfg.vocab)
+        v = self.target_cfg.get("vocab_size")
+        if isinstance(v, int) and v > 200:
+            return v
+        return 0  # resolved after attach from the server's model path, else an error
+
+    # -- derived settings ---------------------------------------------------------------
+    @property
+    def max_concurrency(self) -> int:
+        c = self.cfg
+        if c.pattern != "steady":
+            return max(c.pattern_high, c.pattern_low, 1)
+        return max(c.concurrency) if c.concurrency else 1
+
+    def _kv_tokens(self) -> int:
+        c = self.cfg
+        steps = max(c.spec_steps, builtin_adaptive_steps(c.builtin_adaptive_config)
+                    if "builtin-adaptive" in self.defs else 0)
+        # prompts are used round-robin, so the requests in flight have the mean length
+        mean_prompt = -(-sum(c.prompt_len) // len(c.prompt_len))
+        per_req = mean_prompt + c.new_tokens + 2 * (steps + 1) + 8
+        t = int(self.max_concurrency * per_req * 1.05) + 1024
+        return max(16384, (t + 1023) // 1024 * 1024)
+
+    def memory_estimate(self) -> Optional[dict]:
+        """Rough GPU memory per started server (weights from the safetensors sizes, KV from
+        the config and --max-total-tokens, plus ~3 GiB of graphs/activations/context)."""
+        def weights(d):
+            try:
+                return sum(p.stat().st_size for p in Path(d).glob("*.safetensors"))
+            except OSError:
+                return 0
+
+        def kv_per_token(cfg):
+            try:
+                layers = int(cfg["num_hidden_layers"])
+                heads = int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"])
+                hd = int(cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"])
+            except (KeyError, TypeError, ValueError, ZeroDivisionError):
+                return None
+            return layers * heads * hd * 2 * 2  # K and V, bf16
+
+        if not self.defs or not self.cfg.target:
+            return None
+        kvt = kv_per_token(self.target_cfg)
+        if kvt is None:
+            return None
+        tokens = self.cfg.max_total_tokens or self._kv_tokens()
+        gib = 1024 ** 3
+        wt = weights(self.cfg.target)
+        wd = weights(self.cfg.draft) if self.cfg.draft else 0
+        kvd = kv_per_token(dict(self.target_cfg, num_hidden_layers=1)) or 0
+        per = {}
+        for name, d in self.defs.items():
+            b = wt + tokens * kvt + 3 * gib
+            if d.speculative:
+                b += wd + tokens * kvd
+            per[name] = round(b / gib, 1)
+        return {"per_server_gib": per, "total_gib": round(sum(per.values()), 1),
+                "kv_tokens": tokens}
+
+    def _context_len(self) -> int:
+        c = self.cfg
+        need = max(c.prompt_len) + c.new_tokens + 64
+        mp = self.target_cfg.get("max_position_embeddings")
+        ctx = max(4096, need)
+        if isinstance(mp, int) and mp > 0:
+            if need > mp:
+                raise BenchError(f"prompt {max(c.prompt_len)} + {c.new_tokens} new tokens exceed "
+                                 f"the target's max_position_embeddings {mp}")
+            ctx = min(ctx, mp)
+        return ctx
+
+    def common_args(self) -> List[str]:
+        c = self.cfg
+        n_started = len(self.defs)
+        frac = c.mem_fraction_static
+        if frac is None:
+            frac = 0.92 if (c.start_mode == "parallel" and n_started > 1) else 0.85
+        maxbs = self.max_concurrency
+        cg = cuda_graph_bs(min(maxbs, 512))
+        return ["--skip-tokenizer-init", "--dtype", "bfloat16", "--attention-backend", "triton",
+                "--sampling-backend", "pytorch", "--grammar-backend", "none",
+                "--context-length", str(self._context_len()),
+                "--max-running-requests", str(maxbs),
+                "--max-total-tokens", str(c.max_total_tokens or self._kv_tokens()),
+                "--mem-fraction-static", f"{frac:g}",
+                "--cuda-graph-backend-prefill", "disabled",
+                "--cuda-graph-backend-decode", "full",
+                "--cuda-graph-bs-decode", *[str(b) for b in cg],
+                "--random-seed", str(c.seed), "--log-level", "info"]
+
+    def user_server_args(self) -> List[str]:
+        out: List[str] = []
+        for s in self.cfg.server_args:
+            try:
+                out += shlex.split(s)
+            except ValueError as e:
+                raise BenchError(f"bad --server-arg {s!r}: {e}") from None
+        return out
+
+    def build_servers(self) -> List[ServerProcess]:
+        c = self.cfg
+        python = c.python or default_python()
+        log_dir = Path(c.log_dir or f"/tmp/adaptive-spec-bench/{time.strftime('%Y%m%d-%H%M%S')}")
+        common = self.common_args()
+        user = self.user_server_args()
+        extra_env = {}
+        if c.llama_only_registry and "SGLANG_DISABLED_MODEL_ARCHS" not in os.environ:
+            archs = list(self.target_cfg.get("architectures") or []) + \
+                list(self.draft_cfg.get("architectures") or [])
+            v = llama_only_disabled_archs(archs)
+            if v:
+                extra_env["SGLANG_DISABLED_MODEL_ARCHS"] = v
+        env = child_env(extra_env)
+        ports: List[int] = []
+        out = []
+        # plain first: its start (no draft, no verify graphs) is the quickest and least
+        # memory-hungry, which keeps the staggered starts apart
+        order = sorted(c.systems, key=lambda s: (s != "plain",))
+        for name in order:
+            if name in c.attach:
+                sp = ServerProcess(name, url=c.attach[name])
+                self.systems_info[name] = {"launch": "attached", "url": sp.url}
+                out.append(sp)
+                continue
+            d = self.defs[name]
+            port = free_port(avoid=ports)
+            ports.append(port)
+            steps = c.spec_steps
+            extra = list(d.extra)
+            notes = d.note
+            if name == "builtin-adaptive":
+                steps = builtin_adaptive_steps(c.builtin_adaptive_config)
+                if c.builtin_adaptive_config:
+                    extra += ["--speculative-adaptive-config", c.builtin_adaptive_config]
+                notes = (f"SGLang --speculative-adaptive, start steps {steps} = largest candidate "
+                         f"of {'config ' + c.builtin_adaptive_config if c.builtin_adaptive_config else 'SGLang default config (candidates 1,3,7 / 0,1,3 / 0,1 / 0 by batch size)'}"
+                         f"; with fewer start steps it fails CUDA-graph capture on this vocab")
+            spec = spec_args(c.draft, steps) if d.speculative else None
+            module = c.sglang_launcher if d.launcher == "sglang" else c.ours_launcher
+            cmd = build_command(python, module, c.target, port, common, spec, extra, user)
+            safe = name.replace(":", "_")
+            sp = ServerProcess(name, cmd=cmd, port=port, log_path=log_dir / f"server-{safe}.log",
+                               env=env)
+            self.systems_info[name] = {
+                "launch": module, "variant_args": extra,
+                "spec_steps": steps if d.speculative else 0,
+                "notes": notes or None,
+            }
+            out.append(sp)
+        self.common = common
+        self.user = user
+        self.log_dir = log_dir
+        return out
+
+    # -- output ------------------------------------------------------------------------
+    def result(self) -> dict:
+        c = self.cfg
+        any_spec = any(s != "plain" for s in c.systems)
+        sim = "SGLANG_SIMULATE_ACC_LEN" in os.environ or any(
+            "SGLANG_SIMULATE_ACC_LEN" in a for a in c.server_args + c.system_args)
+        wl = {"kind": "closed", "new_tokens": c.new_tokens, "prompt_tokens": list(c.prompt_len),
+              "temperature": c.temperature, "stream": c.stream, "seed": c.seed,
+              "time_budget_s": c.time_budget_s, "drain_s": c.drain_s,
+              "requests_per_level": c.requests_per_level or
+              f"max(2N, 8) capped at {c.max_requests_cap}",
+              "order": c.order if c.start_mode == "parallel" else "system",
+              "start_mode": c.start_mode}
+        if c.top_p is not None:
+            wl["top_p"] = c.top_p
+        if c.top_k is not None:
+            wl["top_k"] = c.top_k
+        if c.rates:
+            wl["kind"] = "open"
+            wl["request_rates"] = list(c.rates)
+            wl["max_concurrency"] = self.max_concurrency
+        elif c.pattern != "steady":
+            wl["kind"] = c.pattern
+            wl["schedule"] = self.schedule().describe()
+            wl["pattern"] = {"low": c.pattern_low, "high": c.pattern_high,
+                             "duration_s": c.duration_s, "period_s": c.period_s,
+                             "burst_s": c.burst_s}
+        else:
+            wl["concurrency"] = list(c.concurrency)
+        res = {
+            "schema": "adaptive-spec-bench/1",
+            "date": today(),
+            "machine": self.machine,
+            "sglang_version": self.sglang_version or "unknown",
+            "model": c.model_desc or describe_model(c.target, self.target_cfg, "target")
+            or self._attached_model_desc() or "unknown",
+            "draft": c.draft_desc or describe_model(c.draft, self.draft_cfg, "draft"),
+            "acceptance": ("simulated" if sim else "real") if any_spec else "none",
+            "workload": wl,
+            "command": c.command or "adaptive-spec-bench sweep",
+            "status": self.status,
+            "duration_s": round(time.time() - self.t_start, 1),
+            "systems": self.systems_info,
+            "rows": self.rows,
+        }
+        if self.common:
+            res["server_args"] = {"common": self.common, "user": self.user}
+        if self.timeline:
+            res["timeline"] = self.timeline
+        elif c.pattern == "step":
+            res["timeline"] = []
+        if c.temperature == 0 and "plain" in self.outputs:
+            res["lossless"] = st.lossless_check(self.outputs)
+        if self.skipped:
+            res["skipped"] = self.skipped
+        if self.notes:
+            res["notes"] = self.notes
+        return res
+
+    def _attached_model_desc(self) -> Optional[str]:
+        for info in self.systems_info.values():
+            mp = (info.get("server_info") or {}).get("model_path")
+            if mp:
+                return describe_model(mp, read_config(mp), "target")
+        return None
+
+    def write(self) -> None:
+        if not self.cfg.out:
+            return
+        out = Path(self.cfg.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        rows = self.rows
+        st.add_ratios(rows)
+        tmp = out.with_suffix(out.suffix + ".tmp")
+        tmp.write_text(json.dumps(self.result(), indent=1, sort_keys=False) + "\n")
+        os.replace(tmp, out)
+
+    # -- measuring ---------------------------------------------------------------------
+    def time_left(self) -> float:
+        if self.cfg.deadline_s is None:
+            return float("inf")
+        return self.cfg.deadline_s - (time.time() - self.t_start)
+
+    def schedule(self) -> lg.Schedule:
+        c = self.cfg
+        if c.pattern == "step":
+            return lg.step_pattern(c.pattern_low, c.pattern_high, c.duration_s)
+        if c.pattern == "sawtooth":
+            return lg.sawtooth_pattern(c.pattern_low, c.pattern_high, c.period_s, c.duration_s)
+        if c.pattern == "bursty":
+            return lg.bursty_pattern(c.pattern_low, c.pattern_high, c.period_s, c.burst_s,
+                                     c.duration_s)
+        raise AssertionError(c.pattern)
+
+    def levels(self) -> List[tuple]:
+        c = self.cfg
+        if c.rates:
+            return [("open", r) for r in c.rates]
+        if c.pattern != "steady":
+            return [(c.pattern, None)]
+        return [("closed", n) for n in c.concurrency]
+
+    def level_cost_s(self, level: tuple) -> float:
+        kind, _ = level
+        c = self.cfg
+        if kind in ("closed", "open"):
+            return c.time_budget_s + c.drain_s + 2.0
+        return c.duration_s + c.drain_s + 2.0
+
+    def client(self, sp: ServerProcess) -> lg.Client:
+        c = self.cfg
+        return lg.Client(sp.url, new_tokens=c.new_tokens, temperature=c.temperature,
+                         top_p=c.top_p, top_k=c.top_k, stream=c.stream,
+                         request_timeout_s=max(60.0, c.time_budget_s + c.drain_s + 30),
+                         max_connections=self.max_concurrency + 16)
+
+    def prompt_fn(self, level_key: str):
+        c = self.cfg
+        vocab = self.vocab
+
+        def fn(idx: int) -> List[int]:
+            return lg.make_prompt(c.seed, level_key, idx, c.prompt_len, vocab)
+        return fn
+
+    async def warmup(self, sp: ServerProcess) -> None:
+        c = self.cfg
+        async with self.client(sp) as cl:
+            small = lg.steady(min(4, self.max_concurrency), 30.0)
+            cl.sp = dict(cl.sp, max_new_tokens=min(32, c.new_tokens))
+            r1 = await lg.run_closed(cl, self.prompt_fn("warmup-a"), small, max_requests=4,
+                                     time_budget_s=20.0, drain_s=20.0)
+            n = self.max_concurrency
+            cl.sp = dict(cl.sp, max_new_tokens=min(8, c.new_tokens))
+            r2 = await lg.run_closed(cl, self.prompt_fn("warmup-b"), lg.steady(n, 30.0),
+                                     max_requests=n, time_budget_s=20.0, drain_s=20.0)
+            await lg.wait_idle(cl, 30.0)
+        errs = [r.error for r in r1.records + r2.records if r.error]
+        if errs:
+            raise RunError(f"{sp.name}: warm-up requests failed ({len(errs)}): {errs[0]}")
+
+    async def server_info(self, sp: ServerProcess) -> None:
+        async with self.client(sp) as cl:
+            code, obj = await cl.get_json("/server_info", timeout=10.0)
+            info = {}
+            if code == 200 and isinstance(obj, dict):
+                for k in SERVER_INFO_KEYS:
+                    if k in obj:
+                        info[k] = obj[k]
+                for k, v in obj.items():
+                    if k.startswith("adaptive_spec") and isinstance(v, (int, float, str, bool,
+                                                                          type(None))):
+                        info[k] = v
+                ist = obj.get("internal_states")
+                if isinstance(ist, list) and ist and isinstance(ist[0], dict):
+                    for k in ("avg_spec_accept_length",):
+                        if k in ist[0]:
+                            info["start_" + k] = ist[0][k]
+                if info.get("version") and (self.sglang_version is None or sp.attached):
+                    self.sglang_version = str(info["version"])
+            code2, _ = await cl.get_json(lg.STATUS_PATH, timeout=5.0)
+            info["adaptive_spec_status_endpoint"] = code2 == 200
+        self.systems_info.setdefault(sp.name, {})["server_info"] = info
+        if not self.vocab:
+            mp = info.get("model_path")
+            v = read_config(mp).get("vocab_size") if mp else None
+            if isinstance(v, int) and v > 200:
+                self.vocab = v
+
+    async def measure_level(self, sp: ServerProcess, level: tuple) -> None:
+        c = self.cfg
+        kind, val = level
+        name = sp.name
+        async with self.client(sp) as cl:
+            idle = await lg.wait_idle(cl, 30.0)
+            if not idle:
+                self.notes.append(f"{name}: server not idle 30 s before level {kind} {val}")
+            poller = lg.Poller(cl, c.sample_interval_s)
+            poller.start()
+            t_wall = time.time()
+            if kind == "closed":
+                n = int(val)
+                key = f"c{n}"
+                mr = c.requests_per_level or lg.level_requests(n, cap=c.max_requests_cap)
+                res = await lg.run_closed(cl, self.prompt_fn(key), lg.steady(n, c.time_budget_s),
+                                          max_requests=mr, time_budget_s=c.time_budget_s,
+                                          drain_s=c.drain_s)
+                sched = None
+            elif kind == "open":
+                rate = float(val)
+                key = f"r{rate:g}"
+                mr = c.requests_per_level or lg.open_requests(rate, c.time_budget_s,
+                                                               c.max_requests_cap)
+                res = await lg.run_open(cl, self.prompt_fn(key), rate=rate,
+                                        max_concurrency=self.max_concurrency, max_requests=mr,
+                                        time_budget_s=c.time_budget_s, drain_s=c.drain_s,
+                                        seed=c.seed)
+                sched = None
+            else:
+                key = kind
+                sched = self.schedule()
+                res = await lg.run_closed(cl, self.prompt_fn(key), sched,
+                                          max_requests=c.requests_per_level or 100000,
+                                          time_budget_s=sched.duration, drain_s=c.drain_s)
+            samples = await poller.stop()
+        recs = res.records
+        base = {"system": name}
+        if kind in ("closed", "open"):
+            row = dict(base, concurrency=int(val) if kind == "closed" else self.max_concurrency)
+            if kind == "open":
+                row["request_rate"] = float(val)
+            row.update(st.summarize(recs, window=res.window, stream=c.stream))
+            self._server_side(row, samples)
+            row["level_wall_s"] = round(time.time() - t_wall, 2)
+            err = st.first_error(recs)
+            if err:
+                row["first_error"] = err[:200]
+            self.rows.append(row)
+        else:
+            self._pattern_rows(name, recs, res, sched, samples)
+        self._trace(name, key, recs)
+        self._keep_outputs(name, key, recs)
+
+    def _server_side(self, row: dict, samples: List[dict]) -> None:
+        live = [s for s in samples if not s.get("final")]
+        runs = [s["running"] for s in live if s.get("running") is not None]
+        row["mean_running"] = round(sum(runs) / len(runs), 2) if runs else None
+        hists = [s["steps_histogram"] for s in samples if s.get("steps_histogram") is not None]
+        steps = [s["steps"] for s in live if s.get("steps") is not None]
+        if len(hists) >= 2:
+            row["steps_histogram"] = st.histogram_diff(hists[-1], hists[0])
+        elif steps:
+            row["steps_histogram"] = st.histogram_of(steps)
+            row["steps_histogram_source"] = "sampled"
+
+    def _pattern_rows(self, name, recs, res, sched, samples):
+        c = self.cfg
+        t0 = res.t0
+        segs = sched.segments
+        groups: Dict[object, List[tuple]] = {}
+        if c.pattern == "step":
+            for i, (a, b, n) in enumerate(segs):
+                groups[(i, n)] = [(t0 + a, t0 + b)]
+        else:
+            for a, b, n in segs:
+                groups.setdefault(n, []).append((t0 + a, t0 + b))
+        for gk, wins in groups.items():
+            n = gk[1] if isinstance(gk, tuple) else gk
+            row = {"system": name, "concurrency": int(n)}
+            if isinstance(gk, tuple):
+                row["phase"] = gk[0]
+                row["t_start_s"] = round(wins[0][0] - t0, 3)
+                row["t_end_s"] = round(wins[0][1] - t0, 3)
+            row.update(st.summarize(recs, windows=wins, stream=c.stream))
+            sub = [s for s in samples if any(a <= s["t"] <= b for a, b in wins)]
+            self._server_side(row, sub)
+            self.rows.append(row)
+        whole = st.summarize(recs, window=(t0, t0 + sched.duration), stream=c.stream)
+        self.systems_info.setdefault(name, {})["pattern_summary"] = {
+            k: whole[k] for k in ("output_tok_s", "tpot_ms_p50", "tpot_ms_p99", "ttft_ms_p50",
+                                  "mean_accept_len", "requests", "errors")}
+        self.timeline += lg.timeline_from(samples, recs, t0, sched, system=name)
+
+    def _keep_outputs(self, name: str, key: str, recs) -> None:
+        if self.cfg.temperature != 0:
+            return
+        d = self.outputs.setdefault(name, {})
+        for r in recs:
+            if r.error is None and r.output_ids:
+                d[(key, r.idx)] = array("l", r.output_ids)
+            r.output_ids = None
+
+    def _trace(self, name: str, key: str, recs) -> None:
+        if self.traces_f is None:
+            return
+        for r in recs:
+            d = r.to_dict()
+            d["output_digest"] = digest(r.output_ids) if r.output_ids else None
+            d["system"] = name
+            d["level"] = key
+            self.traces_f.write(json.dumps(d) + "\n")
+
+    # -- orchestration -----------------------------------------------------------------
+    def run(self) -> dict:
+        c = self.cfg
+        self.machine = machine_string()
+        if c.traces_out:
+            import gzip
+
+            self.traces_f = gzip.open(c.traces_out, "wt") if c.traces_out.endswith(".gz") \
+                else open(c.traces_out, "w")
+        servers = self.build_servers()
+        self.servers = {s.name: s for s in servers}
+        levels = self.levels()
+        n_units = len(levels) * len(servers)
+        self.prog = Progress(n_units, c.quiet)
+        say = self.prog.say
+        plan_s = sum(self.level_cost_s(l) for l in levels) * len(servers)
+        say(f"{len(servers)} systems x {len(levels)} levels; measuring takes at most "
+            f"~{plan_s:.0f} s; server logs in {self.log_dir}")
+        mem = self.memory_estimate()
+        if mem:
+            self.notes.append(f"GPU memory estimate: {mem}")
+            gpu = gpu_memory_gib()
+            msg = (f"GPU memory estimate: {mem['total_gib']} GiB for {len(mem['per_server_gib'])} "
+                   f"servers ({mem['kv_tokens']} KV tokens each)")
+            if gpu and c.start_mode == "parallel" and mem["total_gib"] > 0.92 * gpu:
+                msg += (f" > 92% of the GPU's {gpu:.0f} GiB: starts may fail; use --start-mode "
+                        f"serial, fewer systems or a lower --max-total-tokens")
+            say(msg)
+        self.group = ServerGroup(servers)
+        try:
+            if c.start_mode == "parallel":
+                self._start(servers)
+                live = [s for s in servers if s.name not in self.failed]
+                lg.run_async(self._measure(live, levels, per_system_start=False))
+            else:
+                lg.run_async(self._measure(servers, levels, per_system_start=True))
+            self.status = "partial" if (self.skipped or self.failed) else "complete"
+        except KeyboardInterrupt:
+            self.status = "interrupted"
+            say("interrupted: stopping servers, writing what was measured")
+            raise
+        finally:
+            if self.status == "running":
+                self.status = "failed"
+            self.group.stop_all()
+            if self.traces_f is not None:
+                self.traces_f.close()
+            self.write()
+            self.prog.close()
+        return self.result()
+
+    def _event(self, sp: ServerProcess, what: str) -> None:
+        if what == "ready":
+            self.systems_info[sp.name]["start_s"] = sp.start_s
+            self.prog.say(f"{sp.name}: ready after {sp.start_s:.1f} s" if not sp.attached
+                          else f"{sp.name}: attached at {sp.url}")
+        elif what == "launched":
+            self.prog.say(f"{sp.name}: launched on port {sp.port} (log {sp.log_path})")
+        elif what == "died":
+            self.prog.say(f"{sp.name}: FAILED to start: {sp.error}")
+
+    def _start(self, servers: List[ServerProcess]) -> None:
+        c = self.cfg
+        self.failed = {}
+        timeout = c.start_timeout_s
+        if c.deadline_s is not None:
+            timeout = min(timeout, max(10.0, self.time_left() - 30))
+        self.group.start_all(stagger_s=c.start_stagger_s, on_event=self._event)
+        errors = self.group.wait_all(timeout, on_event=self._event)
+        for name, e in errors.items():
+            self.failed[name] = e
+            self.systems_info[name]["error"] = e.splitlines()[0][:300]
+            self.prog.say(e)
+        for s in servers:
+            self.systems_info[s.name].update({k: v for k, v in s.describe().items()
+                                              if k in ("start_s", "log", "url", "attached")})
+        if len(self.failed) == len(servers):
+            raise RunError("no server started: " + "; ".join(
+                e.splitlines()[0] for e in self.failed.values()))
+
+    async def _measure(self, servers: List[ServerProcess], levels: List[tuple],
+                       per_system_start: bool) -> None:
+        c = self.cfg
+        say = self.prog.say
+        if not per_system_start:
+            for sp in servers:
+                await self.server_info(sp)
+            self._check_vocab()
+            ready = []
+            for sp in servers:
+                if await self._warm(sp):
+                    ready.append(sp)
+            if c.order == "level":
+                for lv in levels:
+                    for sp in ready:
+                        await self._one(sp, lv)
+            else:
+                for sp in ready:
+                    for lv in levels:
+                        await self._one(sp, lv)
+            return
+        for sp in servers:
+            if self.time_left() < 60:
+                self.skipped += [f"{sp.name} (all levels: deadline)"]
+                continue
+            timeout = c.start_timeout_s
+            if c.deadline_s is not None:
+                timeout = min(timeout, max(10.0, self.time_left() - 30))
+            sp.start()
+            self._event(sp, "launched")
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, sp.wait_ready, timeout)
+                self._event(sp, "ready")
+                self.systems_info[sp.name].update(
+                    {k: v for k, v in sp.describe().items() if k in ("start_s", "log", "url")})
+                await self.server_info(sp)
+                self._check_vocab()
+                if await self._warm(sp):
+                    for lv in levels:
+                        await self._one(sp, lv)
+            except ServerDied as e:
+                self.failed[sp.name] = str(e)
+                self.systems_info[sp.name]["error"] = str(e).splitlines()[0][:300]
+                say(str(e))
+            finally:
+                await asyncio.get_running_loop().run_in_executor(None, sp.stop)
+
+    def _check_vocab(self):
+        if not self.vocab:
+            raise BenchError("vocabulary size unknown: give --vocab N (or --target DIR with a "
+                             "config.json)")
+
+    async def _warm(self, sp: ServerProcess) -> bool:
+        if not self.cfg.warmup:
+            return True
+        t = time.time()
+        try:
+            await self.warmup(sp)
+        except BenchError as e:
+            self.failed[sp.name] = str(e)
+            self.systems_info[sp.name]["error"] = str(e)[:300]
+            self.prog.say(str(e))
+            return False
+        self.systems_info[sp.name]["warmup_s"] = round(time.time() - t, 2)
+        return True
+
+    async def _one(self, sp: ServerProcess, lv: tuple) -> None:
+        kind, val = lv
+        label = f"{sp.name} {kind}={val}" if val is not None else f"{sp.name} {kind}"
+        if self.time_left() < self.level_cost_s(lv):
+            self.skipped.append(f"{label} (deadline)")
+            self.prog.step(f"{label}: skipped (deadline)")
+            return
+        if not sp.alive():
+            self.skipped.append(f"{label} (server gone)")
+            self.prog.step(f"{label}: skipped (server gone)")
+            return
+        n0 = len(self.rows)
+        await self.measure_level(sp, lv)
+        self.write()
+        new = self.rows[n0:]
+        msg = "; ".join(_row_text(r) for r in new)
+        self.prog.step(f"{label}: {msg}")
+
+
+def _fmt(v, nd=1):
+    return "-" if v is None else f"{v:.{nd}f}"
+
+
+def _row_text(r: dict) -> str:
+    s = f"{_fmt(r.get('output_tok_s'), 0)} tok/s, tpot p50 {_fmt(r.get('tpot_ms_p50'))} ms"
+    if r.get("mean_accept_len") is not None:
+        s += f", accept {r['mean_accept_len']:.2f}"
+    if r.get("errors"):
+        s += f", {r['errors']} errors"
+    if r.get("phase") is not None:
+        s = f"phase {r['phase']} (N={r['concurrency']}): " + s
+    return s
+
+
+def table(result: dict) -> str:
+    """Plain-text table of a result's rows (one line per row)."""
+    hdr = f"{'system':<26} {'N':>5} {'rate':>6} {'tok/s':>9} {'vs env':>7} {'tpot50':>7} " \
+          f"{'tpot99':>7} {'ttft50':>8} {'accept':>6} {'err':>4}"
+    lines = [hdr, "-" * len(hdr)]
+    for r in result.get("rows", []):
+        lines.append(
+            f"{r.get('system', '?'):<26} {r.get('concurrency', ''):>5} "
+            f"{_fmt(r.get('request_rate'), 1) if r.get('request_rate') else '':>6} "
+            f"{_fmt(r.get('output_tok_s'), 0):>9} {_fmt(r.get('tok_s_vs_envelope'), 2):>7} "
+            f"{_fmt(r.get('tpot_ms_p50')):>7} {_fmt(r.get('tpot_ms_p99')):>7} "
+            f"{_fmt(r.get('ttft_ms_p50')):>8} {_fmt(r.get('mean_accept_len'), 2):>6} "
+            f"{r.get('errors', 0):>4}")
+    ll = result.get("lossless")
+    if ll:
+        for k, v in ll.items():
+            lines.append(f"lossless {k}: identical_to_plain={v['identical_to_plain']} "
+                         f"({v['requests']} requests, {v.get('tokens', 0)} tokens compared)")
+    return "\n".join(lines)
+
+
+def default_out(name: str) -> str:
+    return f"benchmarks/results/{today()}-{name}.json"
+
+
+def digest(ids: Sequence[int]) -> str:
+    return hashlib.sha1(array("l", ids).tobytes()).hexdigest()[:16]

@@ -1,0 +1,818 @@
+"""Triton chain-verify kernels for topk=1 EAGLE draft chains.
+
+Both kernels go from the target logits ``[B*D, V]`` (D = steps + 1, row ``b*D + j`` is the
+target's distribution after the root and the first ``j`` drafts of request ``b``) straight to
+SGLang's in-place verify outputs (``../shared/design/sglang-integration.md`` section 3):
+
+- ``predicts`` [B*D] int32: at each accepted node the target's token for the next position;
+  the last accepted node holds the bonus token; every other entry is 0.
+- ``accept_index`` [B, D] int32: ``b*D + j`` for the accepted path (root first), -1 after it.
+- ``accept_token_num`` [B] int32: accepted drafts (SGLang's ``num_correct_drafts``).
+- optionally ``accept_lens`` [B] int32 = accept_token_num + 1 (what ``eagle_sample`` returns).
+
+All outputs are fully written by the kernel (no zero/-1 pre-fill needed).
+
+A chain allows what a tree does not: the first mismatch ends the request, so rows after it are
+never needed.  Both kernels skip them (a per-request "stop" flag set with ``atomic_min`` and read
+before a row is started), and a per-request arrival counter lets the last program of a request
+write the outputs (one launch, no grid-wide barrier, no spin-waits, so the same code runs under
+``TRITON_INTERPRET=1``).  The counter and the flag live in small per-(device, stream) buffers
+that the last program resets, so a call costs no memset.
+
+Greedy (``chain_verify_greedy``): grid (B, NS).  Program (b, s) scans vocab slice s of rows
+0, 1, ... of request b with a lane-wise running (max, first index) -- ties resolve to the first
+maximal index and NaN counts as the maximum, exactly like ``torch.argmax`` -- and stops after
+the first row where its slice holds a token that beats the draft (or that another program
+already flagged).  The bonus is the reduction of the slices' partials of the first mismatching
+row.  NS (slices per row) is chosen so that B*NS fills the GPU.
+
+Sampling (``chain_verify_sampling``): grid (D*B,), row-major by draft position so that at
+large B later rows start after earlier ones have set the stop flags.  Each program owns one row:
+
+1. one pass: running max m, Z = sum exp(x - m) with x = logit / temperature, plus (when top-k /
+   top-p are on) the count and mass of tokens above the draft token;
+2. fast accept: p(d) = exp(x_d - m)/Z is a lower bound of the top-k/top-p/min-p renormalised
+   probability of an (provably kept) draft token, so ``coin <= p(d)`` accepts without the exact
+   kept set -- one pass for most accepted rows;
+3. otherwise the exact kept set: top-k / top-p thresholds found by bisection on an
+   order-preserving int32 key of x (3 probes per pass, counts and masses of the in-bracket
+   tokens only), finished by an exact pairwise rank of the at most CAP tokens left in the
+   bracket; min-p is a per-token test ``exp(x - m) >= min_p``;
+4. SGLang's decision (target-only: ``coin <= p'(d) / threshold_acc or p'(d) >= threshold_single``;
+   classic rejection sampling: ``coin * q(d) < p'(d)``), and, on rejection or at the last row,
+   inverse-CDF sampling (first index whose running sum exceeds ``u * total``, vocab order) from
+   the residual: target-only -> p' without the rejected draft token, classic -> relu(p' - q),
+   all drafts accepted -> p'.
+
+Kept sets follow flashinfer's renorm semantics (what SGLang's ``top_k_renorm_prob`` /
+``top_p_renorm_prob`` implement): top-k keeps tokens with fewer than k strictly larger
+probabilities (ties at the k-th value are all kept); top-p, applied to the top-k renormalised
+distribution, keeps tokens whose strictly-larger mass is below top_p; min-p keeps
+``p >= min_p * p_max``.  ``reference.py`` spells the same semantics out in torch.
+
+Portable Triton only: no inline asm, no architecture-specific ops; blocks use registers and
+Triton's own small reduction scratch (a few KB of shared memory), well within sm_120's ~100 KB.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Dict, Optional, Tuple
+
+import torch
+import triton
+import triton.language as tl
+
+_BIG_PY = 1 << 30
+_BIG = tl.constexpr(_BIG_PY)  # "no index" / "no stop" sentinel (fits int32)
+_INT_MAX = 2147483647
+_INT_MIN = -2147483648
+
+
+# --------------------------------------------------------------------------------------------
+# jit helpers
+# --------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _key_nan(x):
+    """Order-preserving int32 key of fp32 values: -0.0 == +0.0, every NaN above +inf."""
+    bits = x.to(tl.int32, bitcast=True)
+    k = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
+    k = tl.where(x == 0.0, 0, k)
+    k = tl.where(x != x, 2147483647, k)
+    return k
+
+
+@triton.jit
+def _key(x):
+    """Order-preserving int32 key of (non-NaN) fp32 values, -0.0 == +0.0."""
+    bits = x.to(tl.int32, bitcast=True)
+    k = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
+    return tl.where(x == 0.0, 0, k)
+
+
+# --------------------------------------------------------------------------------------------
+# greedy
+# --------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _greedy_chain_kernel(
+    logits_ptr,
+    stride_lr,
+    cand_ptr,
+    stride_cb,
+    stride_cs,
+    predicts_ptr,
+    accept_index_ptr,
+    accept_num_ptr,
+    accept_lens_ptr,
+    part_key_ptr,
+    part_idx_ptr,
+    counter_ptr,
+    stop_ptr,
+    V,
+    SLICE,
+    D,
+    NS,
+    D_P2: tl.constexpr,
+    NS_P2: tl.constexpr,
+    BLOCK: tl.constexpr,
+    WRITE_LENS: tl.constexpr,
+):
+    b = tl.program_id(0)
+    s = tl.program_id(1)
+    v_lo = s * SLICE
+    v_hi = tl.minimum(v_lo + SLICE, V)
+    offs = tl.arange(0, BLOCK)
+
+    go = tl.cast(1, tl.int32)
+    for j in range(D):
+        if j > 0:
+            flag = tl.load(stop_ptr + b, volatile=True)
+            if flag < j:
+                go = 0
+        if go != 0:
+            row_ptr = logits_ptr + (b * D + j).to(tl.int64) * stride_lr
+            idx = v_lo + offs
+            msk = idx < v_hi
+            best = tl.load(row_ptr + idx, mask=msk, other=float("-inf")).to(tl.float32)
+            bidx = tl.where(msk, idx, _BIG)
+            for start in range(v_lo + BLOCK, v_hi, BLOCK):
+                idx = start + offs
+                msk = idx < v_hi
+                x = tl.load(row_ptr + idx, mask=msk, other=float("-inf")).to(tl.float32)
+                # x > best, or x is the first NaN of this lane (NaN is the max, first one wins)
+                upd = (~(x <= best)) & (best == best)
+                best = tl.where(upd, x, best)
+                bidx = tl.where(upd, idx, bidx)
+            key = _key_nan(best)
+            kmax = tl.max(key, axis=0)
+            kidx = tl.min(tl.where(key == kmax, bidx, _BIG), axis=0)
+            pofs = (b * NS + s) * D + j
+            tl.store(part_key_ptr + pofs, kmax)
+            tl.store(part_idx_ptr + pofs, kidx)
+            if j < D - 1:
+                d = tl.load(cand_ptr + b * stride_cb + (j + 1) * stride_cs).to(tl.int32)
+                dval = (d >= 0) & (d < V)
+                xd = tl.load(row_ptr + tl.where(dval, d, 0)).to(tl.float32)
+                kd = _key_nan(xd)
+                beaten = (kmax > kd) | ((kmax == kd) & (kidx < d))
+                if (~dval) | beaten:
+                    tl.atomic_min(stop_ptr + b, j)
+                    go = 0
+
+    # arrive; the last program of the request writes the outputs
+    tl.debug_barrier()
+    old = tl.atomic_add(counter_ptr + b, 1)
+    if old == NS - 1:
+        stop = tl.load(stop_ptr + b, volatile=True)
+        J = tl.minimum(stop, D - 1)
+        so = tl.arange(0, NS_P2)
+        smask = so < NS
+        pk = tl.load(part_key_ptr + (b * NS + so) * D + J, mask=smask, other=-2147483648,
+                     volatile=True)
+        pi = tl.load(part_idx_ptr + (b * NS + so) * D + J, mask=smask, other=_BIG,
+                     volatile=True)
+        kb = tl.max(pk, axis=0)
+        bonus = tl.min(tl.where(pk == kb, pi, _BIG), axis=0)
+        _write_outputs(cand_ptr, stride_cb, stride_cs, predicts_ptr, accept_index_ptr,
+                       accept_num_ptr, accept_lens_ptr, b, J, bonus, D, D_P2, WRITE_LENS)
+        tl.store(counter_ptr + b, 0)
+        tl.store(stop_ptr + b, _BIG)
+
+
+@triton.jit
+def _write_outputs(cand_ptr, stride_cb, stride_cs, predicts_ptr, accept_index_ptr,
+                   accept_num_ptr, accept_lens_ptr, b, J, bonus, D,
+                   D_P2: tl.constexpr, WRITE_LENS: tl.constexpr):
+    jo = tl.arange(0, D_P2)
+    jm = jo < D
+    nxt = tl.load(cand_ptr + b * stride_cb + (jo + 1) * stride_cs, mask=jo < J, other=0)
+    pred = tl.where(jo < J, nxt.to(tl.int32), tl.where(jo == J, bonus, 0))
+    tl.store(predicts_ptr + b * D + jo, pred, mask=jm)
+    tl.store(accept_index_ptr + b * D + jo, tl.where(jo <= J, b * D + jo, -1), mask=jm)
+    tl.store(accept_num_ptr + b, J)
+    if WRITE_LENS:
+        tl.store(accept_lens_ptr + b, J + 1)
+
+
+# --------------------------------------------------------------------------------------------
+# sampling
+# --------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _search(rowp, invT, m, V, klo, khi, target, buf_k_ptr, buf_v_ptr,
+            MASS: tl.constexpr, BLOCK: tl.constexpr, CAP: tl.constexpr, CI: tl.constexpr):
+    """Smallest key tau of the row with  F(tau) < target, where F(k) is the count (MASS=False)
+    or the mass sum exp(x - m) (MASS=True) of the tokens with key > k.
+
+    Invariant: F(klo) >= target > F(khi) ... i.e. tau in (klo, khi].  ``base`` is F(khi).
+    """
+    offs = tl.arange(0, BLOCK)
+    cnt = tl.cast(V, tl.int32)  # upper bound of the number of tokens in (klo, khi]
+    base = tl.cast(0.0, tl.float32)
+    nbase = tl.cast(0, tl.int32)
+    while (cnt > CAP) & ((khi.to(tl.int64) - klo.to(tl.int64)) > 1):
+        w = khi.to(tl.int64) - klo.to(tl.int64)
+        p1 = (klo.to(tl.int64) + w // 4).to(tl.int32)
+        p2 = (klo.to(tl.int64) + w // 2).to(tl.int32)
+        p3 = (klo.to(tl.int64) + (3 * w) // 4).to(tl.int32)
+        c1 = tl.zeros([BLOCK], dtype=tl.int32)
+        c2 = tl.zeros([BLOCK], dtype=tl.int32)
+        c3 = tl.zeros([BLOCK], dtype=tl.int32)
+        ct = tl.zeros([BLOCK], dtype=tl.int32)
+        s1 = tl.zeros([BLOCK], dtype=tl.float32)
+        s2 = tl.zeros([BLOCK], dtype=tl.float32)
+        s3 = tl.zeros([BLOCK], dtype=tl.float32)
+        for start in range(0, V, BLOCK):
+            idx = start + offs
+            msk = idx < V
+            x = tl.load(rowp + idx, mask=msk, other=float("-inf")).to(tl.float32) * invT
+            k = _key(x)
+            inb = msk & (k > klo) & (k <= khi)
+            # (no per-block "any token in the bracket?" test: a cross-warp reduction per block
+            # would serialise the loop; exp on every lane is cheaper)
+            if MASS:
+                e = tl.where(inb, tl.exp(x - m), 0.0)
+                s1 += tl.where(k > p1, e, 0.0)
+                s2 += tl.where(k > p2, e, 0.0)
+                s3 += tl.where(k > p3, e, 0.0)
+            c1 += (inb & (k > p1)).to(tl.int32)
+            c2 += (inb & (k > p2)).to(tl.int32)
+            c3 += (inb & (k > p3)).to(tl.int32)
+            ct += inb.to(tl.int32)
+        n1 = tl.sum(c1, axis=0)
+        n2 = tl.sum(c2, axis=0)
+        n3 = tl.sum(c3, axis=0)
+        nt = tl.sum(ct, axis=0)
+        if MASS:
+            m1 = tl.sum(s1, axis=0)
+            m2 = tl.sum(s2, axis=0)
+            m3 = tl.sum(s3, axis=0)
+            ok1 = (base + m1) < target
+            ok2 = (base + m2) < target
+            ok3 = (base + m3) < target
+        else:
+            m1 = 0.0
+            m2 = 0.0
+            m3 = 0.0
+            ok1 = (nbase + n1) < target
+            ok2 = (nbase + n2) < target
+            ok3 = (nbase + n3) < target
+        if ok1:
+            khi = p1
+            cnt = nt - n1
+            base = base + m1
+            nbase = nbase + n1
+        elif ok2:
+            klo = p1
+            khi = p2
+            cnt = n1 - n2
+            base = base + m2
+            nbase = nbase + n2
+        elif ok3:
+            klo = p2
+            khi = p3
+            cnt = n2 - n3
+            base = base + m3
+            nbase = nbase + n3
+        else:
+            klo = p3
+            cnt = n3
+    tau = khi
+    if (khi.to(tl.int64) - klo.to(tl.int64)) > 1:
+        # at most CAP tokens left in (klo, khi]: compact them, then rank them pairwise
+        tl.debug_barrier()  # the buffer may still be read by an earlier search of this row
+        pos0 = tl.cast(0, tl.int32)
+        for start in range(0, V, BLOCK):
+            idx = start + offs
+            msk = idx < V
+            x = tl.load(rowp + idx, mask=msk, other=float("-inf")).to(tl.float32) * invT
+            k = _key(x)
+            inb = msk & (k > klo) & (k <= khi)
+            ni = tl.sum(inb.to(tl.int32), axis=0)
+            if ni > 0:
+                pos = pos0 + tl.cumsum(inb.to(tl.int32), axis=0) - 1
+                if MASS:
+                    val = tl.exp(x - m)
+                else:
+                    val = tl.full([BLOCK], 1.0, tl.float32)
+                tl.store(buf_k_ptr + pos, k, mask=inb)
+                tl.store(buf_v_ptr + pos, val, mask=inb)
+                pos0 += ni
+        tl.debug_barrier()
+        jj = tl.arange(0, CAP)
+        vj = jj < pos0
+        kj = tl.load(buf_k_ptr + jj, mask=vj, other=-2147483648, volatile=True)
+        wj = tl.load(buf_v_ptr + jj, mask=vj, other=0.0, volatile=True)
+        best = tl.cast(2147483647, tl.int32)
+        for ci in range(0, CAP, CI):
+            ii = ci + tl.arange(0, CI)
+            vi = ii < pos0
+            ki = tl.load(buf_k_ptr + ii, mask=vi, other=2147483647, volatile=True)
+            above = tl.sum(tl.where(kj[None, :] > ki[:, None], wj[None, :], 0.0), axis=1)
+            if MASS:
+                okv = (base + above) < target
+            else:
+                okv = (nbase + above) < target
+            best = tl.minimum(best, tl.min(tl.where(vi & okv, ki, 2147483647), axis=0))
+        if best != 2147483647:
+            tau = best
+    return tau
+
+
+@triton.jit
+def _kept_mass(rowp, invT, m, V, tau, minp, d_excl,
+               USE_MINP: tl.constexpr, BLOCK: tl.constexpr):
+    """(sum of exp(x - m) over the kept tokens, the same without token d_excl)."""
+    offs = tl.arange(0, BLOCK)
+    acc_all = tl.zeros([BLOCK], dtype=tl.float32)
+    acc_ex = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, V, BLOCK):
+        idx = start + offs
+        msk = idx < V
+        x = tl.load(rowp + idx, mask=msk, other=float("-inf")).to(tl.float32) * invT
+        k = _key(x)
+        kept = msk & (k >= tau)
+        e = tl.exp(x - m)
+        if USE_MINP:
+            kept = kept & (e >= minp)
+        e = tl.where(kept, e, 0.0)
+        acc_all += e
+        acc_ex += tl.where(idx == d_excl, 0.0, e)
+    return tl.sum(acc_all, axis=0), tl.sum(acc_ex, axis=0)
+
+
+@triton.jit
+def _residual_weights(x, k, idx, msk, m, tau, minp, d_excl, inv_ek, qrow, USE_MINP: tl.constexpr,
+                      RESID_Q: tl.constexpr):
+    kept = msk & (k >= tau)
+    e = tl.exp(x - m)
+    if USE_MINP:
+        kept = kept & (e >= minp)
+    if RESID_Q:
+        q = tl.load(qrow + idx, mask=kept, other=0.0).to(tl.float32)
+        w = tl.where(kept, tl.maximum(e * inv_ek - q, 0.0), 0.0)
+    else:
+        w = tl.where(kept & (idx != d_excl), e, 0.0)
+    return w, kept
+
+
+@triton.jit
+def _residual_sum(rowp, invT, m, V, tau, minp, inv_ek, qrow,
+                  USE_MINP: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, V, BLOCK):
+        idx = start + offs
+        msk = idx < V
+        x = tl.load(rowp + idx, mask=msk, other=float("-inf")).to(tl.float32) * invT
+        k = _key(x)
+        w, kept = _residual_weights(x, k, idx, msk, m, tau, minp, -1, inv_ek, qrow,
+                                    USE_MINP, True)
+        acc += w
+    return tl.sum(acc, axis=0)
+
+
+@triton.jit
+def _scan(rowp, invT, m, V, tau, minp, d_excl, inv_ek, qrow, t,
+          USE_MINP: tl.constexpr, RESID_Q: tl.constexpr, BLOCK: tl.constexpr):
+    """First index (vocab order) whose running residual weight exceeds t."""
+    offs = tl.arange(0, BLOCK)
+    carry = tl.cast(0.0, tl.float32)
+    tok = tl.cast(-1, tl.int32)
+    lastpos = tl.cast(-1, tl.int32)
+    start = tl.cast(0, tl.int32)
+    while (tok < 0) & (start < V):
+        idx = start + offs
+        msk = idx < V
+        x = tl.load(rowp + idx, mask=msk, other=float("-inf")).to(tl.float32) * invT
+        k = _key(x)
+        if tl.max((msk & (k >= tau)).to(tl.int32), axis=0) > 0:
+            w, kept = _residual_weights(x, k, idx, msk, m, tau, minp, d_excl, inv_ek, qrow,
+                                        USE_MINP, RESID_Q)
+            cs = carry + tl.cumsum(w, axis=0)
+            hit = (cs > t) & msk
+            if tl.max(hit.to(tl.int32), axis=0) > 0:
+                tok = tl.min(tl.where(hit, idx, _BIG), axis=0)
+            lastpos = tl.maximum(lastpos, tl.max(tl.where(w > 0.0, idx, -1), axis=0))
+            carry += tl.sum(w, axis=0)
+        start += BLOCK
+    if tok < 0:
+        # u * total beyond the float running sum: take the last token with positive weight
+        tok = tl.where(lastpos >= 0, lastpos, V - 1)
+    return tok
+
+
+@triton.jit
+def _sample_row(
+    logits_ptr, stride_lr, cand_ptr, stride_cb, stride_cs, coins_ptr, stride_ub, stride_us,
+    coins_final_ptr, temp_ptr, topk_ptr, topp_ptr, minp_ptr, dprob_ptr, stride_qb, stride_qs,
+    buf_k_ptr, buf_v_ptr, b, j, V, thr_single, thr_acc, D,
+    HAS_TEMP: tl.constexpr, HAS_TOPK: tl.constexpr, HAS_TOPP: tl.constexpr,
+    HAS_MINP: tl.constexpr, CLASSIC: tl.constexpr, BLOCK: tl.constexpr, CAP: tl.constexpr,
+    CI: tl.constexpr,
+):
+    row = b * D + j
+    rowp = logits_ptr + row.to(tl.int64) * stride_lr
+    offs = tl.arange(0, BLOCK)
+    invT = 1.0
+    if HAS_TEMP:
+        invT = 1.0 / tl.load(temp_ptr + b).to(tl.float32)
+    has_draft = j < D - 1
+    d = tl.load(cand_ptr + b * stride_cb + (j + 1) * stride_cs, mask=has_draft, other=-1)
+    d = d.to(tl.int32)
+    dval = has_draft & (d >= 0) & (d < V)
+    dsafe = tl.where(dval, d, 0)
+    xd = tl.load(rowp + dsafe).to(tl.float32) * invT
+
+    # ---- pass 1: max, normaliser, count / mass above the draft token.  Lane-wise online
+    # softmax (a running max per lane): no cross-warp reduction inside the loop, so the loads
+    # of successive blocks overlap.
+    m_l = tl.full([BLOCK], float("-inf"), tl.float32)
+    z_l = tl.zeros([BLOCK], dtype=tl.float32)
+    a_l = tl.zeros([BLOCK], dtype=tl.float32)
+    n_l = tl.zeros([BLOCK], dtype=tl.int32)
+    for start in range(0, V, BLOCK):
+        idx = start + offs
+        msk = idx < V
+        x = tl.load(rowp + idx, mask=msk, other=float("-inf")).to(tl.float32) * invT
+        nm = tl.maximum(m_l, x)
+        ms = tl.where(nm == float("-inf"), 0.0, nm)
+        sc = tl.exp(m_l - ms)
+        e = tl.exp(x - ms)
+        z_l = z_l * sc + e
+        if HAS_TOPP:
+            a_l = a_l * sc + tl.where(x > xd, e, 0.0)
+        if HAS_TOPK:
+            n_l += (x > xd).to(tl.int32)
+        m_l = nm
+    m = tl.max(m_l, axis=0)
+    w_l = tl.where(m_l == float("-inf"), 0.0, tl.exp(m_l - m))
+    z = tl.sum(z_l * w_l, axis=0)
+    ed = tl.exp(xd - m)
+    pd = tl.where(dval, ed / z, 0.0)
+
+    topk = V
+    if HAS_TOPK:
+        topk = tl.load(topk_ptr + b).to(tl.int32)
+    use_k = (topk > 0) & (topk < V)
+    topp = 1.0
+    if HAS_TOPP:
+        topp = tl.load(topp_ptr + b).to(tl.float32)
+    use_p = topp < 1.0
+    minp = 0.0
+    if HAS_MINP:
+        minp = tl.load(minp_ptr + b).to(tl.float32)
+    use_mp = minp > 0.0
+
+    # ---- is the draft token certainly kept?  (then p(d) <= p'(d))
+    sure = dval
+    if HAS_TOPK:
+        n_d = tl.sum(n_l, axis=0)
+        sure = sure & ((~use_k) | (n_d < topk))
+    if HAS_TOPP:
+        a_d = tl.sum(a_l * w_l, axis=0)
+        e_base = tl.where(use_k, a_d + ed, z)
+        sure = sure & ((~use_p) | (a_d < topp * e_base))
+    if HAS_MINP:
+        sure = sure & ((~use_mp) | (ed >= minp))
+
+    coin = tl.load(coins_ptr + b * stride_ub + j * stride_us, mask=has_draft, other=2.0)
+    q_d = 0.0
+    if CLASSIC:
+        q_d = tl.load(dprob_ptr + b.to(tl.int64) * stride_qb + j * stride_qs + dsafe, mask=dval,
+                      other=0.0).to(tl.float32)
+        fast = sure & (coin * q_d < pd)
+    else:
+        fast = sure & ((coin <= pd / thr_acc) | (pd >= thr_single))
+
+    acc = fast.to(tl.int32)
+    tok = tl.cast(0, tl.int32)
+    if acc == 0:
+        # ---- exact kept set
+        tau = tl.cast(-2147483647, tl.int32)  # every finite key (and -inf's) is >= this
+        e_k = z
+        khi0 = _key(m)
+        if HAS_TOPK:
+            if use_k:
+                tau = _search(rowp, invT, m, V, tau - 1, khi0, topk, buf_k_ptr, buf_v_ptr,
+                              False, BLOCK, CAP, CI)
+                e_k, _unused = _kept_mass(rowp, invT, m, V, tau, 0.0, -1, False, BLOCK)
+        if HAS_TOPP:
+            if use_p:
+                # tokens more than C below the max cannot be in the nucleus:
+                # V * exp(-C) < (1 - top_p) <= (1 - top_p) * e_k
+                cut = m - (tl.log(V / (1.0 - topp)) + 1.0)
+                klo = tl.maximum(tau, _key(cut)) - 1
+                tau = _search(rowp, invT, m, V, klo, khi0, topp * e_k, buf_k_ptr, buf_v_ptr,
+                              True, BLOCK, CAP, CI)
+        d_excl = -1
+        if not CLASSIC:
+            d_excl = tl.where(dval, d, -1)
+        if HAS_MINP:
+            e_kept, w_ex = _kept_mass(rowp, invT, m, V, tau, minp, d_excl, True, BLOCK)
+            kept_d = dval & (_key(xd) >= tau) & ((~use_mp) | (ed >= minp))
+        else:
+            e_kept, w_ex = _kept_mass(rowp, invT, m, V, tau, minp, d_excl, False, BLOCK)
+            kept_d = dval & (_key(xd) >= tau)
+        ppd = tl.where(kept_d, ed / e_kept, 0.0)
+        if has_draft:
+            if CLASSIC:
+                acc = (coin * q_d < ppd).to(tl.int32)
+            else:
+                acc = ((coin <= ppd / thr_acc) | (ppd >= thr_single)).to(tl.int32)
+        if acc == 0:
+            u = tl.load(coins_final_ptr + b).to(tl.float32)
+            inv_ek = 1.0 / e_kept
+            qrow = dprob_ptr + b.to(tl.int64) * stride_qb + j * stride_qs
+            if CLASSIC:
+                if has_draft:
+                    r = _residual_sum(rowp, invT, m, V, tau, minp, inv_ek, qrow, HAS_MINP,
+                                      BLOCK)
+                    tok = _scan(rowp, invT, m, V, tau, minp, -1, inv_ek, qrow, u * r,
+                                HAS_MINP, True, BLOCK)
+                else:
+                    tok = _scan(rowp, invT, m, V, tau, minp, -1, inv_ek, qrow, u * w_ex,
+                                HAS_MINP, False, BLOCK)
+            else:
+                tok = _scan(rowp, invT, m, V, tau, minp, d_excl, inv_ek, qrow, u * w_ex,
+                            HAS_MINP, False, BLOCK)
+    return acc, tok
+
+
+@triton.jit
+def _sample_chain_kernel(
+    logits_ptr, stride_lr, cand_ptr, stride_cb, stride_cs, coins_ptr, stride_ub, stride_us,
+    coins_final_ptr, temp_ptr, topk_ptr, topp_ptr, minp_ptr, dprob_ptr, stride_qb, stride_qs,
+    predicts_ptr, accept_index_ptr, accept_num_ptr, accept_lens_ptr,
+    row_tok_ptr, buf_k_ptr, buf_v_ptr, counter_ptr, stop_ptr,
+    B, V, thr_single, thr_acc, D,
+    D_P2: tl.constexpr, HAS_TEMP: tl.constexpr, HAS_TOPK: tl.constexpr,
+    HAS_TOPP: tl.constexpr, HAS_MINP: tl.constexpr, CLASSIC: tl.constexpr,
+    WRITE_LENS: tl.constexpr, BLOCK: tl.constexpr, CAP: tl.constexpr, CI: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    j = pid // B
+    b = pid - j * B
+    row = b * D + j
+    go = tl.cast(1, tl.int32)
+    if j > 0:
+        flag = tl.load(stop_ptr + b, volatile=True)
+        if flag < j:
+            go = 0
+    if go != 0:
+        acc, tok = _sample_row(
+            logits_ptr, stride_lr, cand_ptr, stride_cb, stride_cs, coins_ptr, stride_ub,
+            stride_us, coins_final_ptr, temp_ptr, topk_ptr, topp_ptr, minp_ptr, dprob_ptr,
+            stride_qb, stride_qs, buf_k_ptr + row.to(tl.int64) * CAP,
+            buf_v_ptr + row.to(tl.int64) * CAP, b, j, V, thr_single, thr_acc,
+            D, HAS_TEMP, HAS_TOPK, HAS_TOPP, HAS_MINP, CLASSIC, BLOCK, CAP, CI)
+        tl.store(row_tok_ptr + row, tok)
+        if (acc == 0) & (j < D - 1):
+            tl.atomic_min(stop_ptr + b, j)
+
+    tl.debug_barrier()
+    old = tl.atomic_add(counter_ptr + b, 1)
+    if old == D - 1:
+        stop = tl.load(stop_ptr + b, volatile=True)
+        J = tl.minimum(stop, D - 1)
+        bonus = tl.load(row_tok_ptr + b * D + J, volatile=True)
+        _write_outputs(cand_ptr, stride_cb, stride_cs, predicts_ptr, accept_index_ptr,
+                       accept_num_ptr, accept_lens_ptr, b, J, bonus, D, D_P2, WRITE_LENS)
+        tl.store(counter_ptr + b, 0)
+        tl.store(stop_ptr + b, _BIG)
+
+
+# --------------------------------------------------------------------------------------------
+# Python wrappers
+# --------------------------------------------------------------------------------------------
+
+_state_lock = threading.Lock()
+_sync_state: Dict[Tuple, Tuple[torch.Tensor, torch.Tensor]] = {}
+_sm_count: Dict[Tuple, int] = {}
+
+
+def _stream_key(device: torch.device) -> Tuple:
+    if device.type == "cuda":
+        return (device.type, device.index, torch.cuda.current_stream(device).cuda_stream)
+    return (device.type, device.index, 0)
+
+
+def _sync_buffers(device: torch.device, batch: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Per-(device, stream) arrival counters (0) and stop flags (BIG); the kernels reset the
+    entries they use, so the buffers are only (re)initialised when they grow."""
+    key = _stream_key(device)
+    with _state_lock:
+        buf = _sync_state.get(key)
+        if buf is None or buf[0].numel() < batch:
+            n = max(batch, 256, 0 if buf is None else 2 * buf[0].numel())
+            buf = (torch.zeros(n, dtype=torch.int32, device=device),
+                   torch.full((n,), _BIG_PY, dtype=torch.int32, device=device))
+            _sync_state[key] = buf
+    return buf
+
+
+def _num_sms(device: torch.device) -> int:
+    key = (device.type, device.index)
+    n = _sm_count.get(key)
+    if n is None:
+        if device.type == "cuda":
+            n = torch.cuda.get_device_properties(device).multi_processor_count
+        else:
+            n = 4
+        _sm_count[key] = n
+    return n
+
+
+def _p2(n: int) -> int:
+    return max(2, triton.next_power_of_2(int(n)))
+
+
+def _check_common(logits: torch.Tensor, candidates: torch.Tensor):
+    if logits.dim() != 2:
+        raise ValueError(f"logits must be [B*D, V], got {tuple(logits.shape)}")
+    if candidates.dim() != 2:
+        raise ValueError(f"candidates must be [B, D], got {tuple(candidates.shape)}")
+    bsz, d = candidates.shape
+    if logits.shape[0] != bsz * d:
+        raise ValueError(f"logits rows {logits.shape[0]} != B*D = {bsz}*{d}")
+    if logits.stride(1) != 1:
+        raise ValueError("logits must be contiguous along the vocab dimension")
+    if logits.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        raise ValueError(f"unsupported logits dtype {logits.dtype}")
+    return bsz, d
+
+
+def _outputs(bsz, d, device, predicts, accept_index, accept_token_num):
+    if predicts is None:
+        predicts = torch.empty(bsz * d, dtype=torch.int32, device=device)
+    if accept_index is None:
+        accept_index = torch.empty((bsz, d), dtype=torch.int32, device=device)
+    if accept_token_num is None:
+        accept_token_num = torch.empty(bsz, dtype=torch.int32, device=device)
+    for name, t, numel in (("predicts", predicts, bsz * d), ("accept_index", accept_index, bsz * d),
+                           ("accept_token_num", accept_token_num, bsz)):
+        if t.dtype != torch.int32 or not t.is_contiguous() or t.numel() != numel:
+            raise ValueError(f"{name} must be a contiguous int32 tensor with {numel} elements")
+    return predicts, accept_index, accept_token_num
+
+
+def chain_verify_greedy(
+    logits: torch.Tensor,
+    candidates: torch.Tensor,
+    predicts: Optional[torch.Tensor] = None,
+    accept_index: Optional[torch.Tensor] = None,
+    accept_token_num: Optional[torch.Tensor] = None,
+    accept_lens: Optional[torch.Tensor] = None,
+    *,
+    block_size: Optional[int] = None,
+    num_slices: Optional[int] = None,
+    num_warps: Optional[int] = None,
+):
+    """Fused ``argmax`` + greedy chain verification (SGLang's ``verify_tree_greedy`` on a
+    topk=1 chain).  ``logits`` [B*D, V] (fp32/fp16/bf16), ``candidates`` [B, D] integer (column 0
+    the root, columns 1.. the drafts).  Returns ``(predicts, accept_index, accept_token_num)``;
+    outputs passed in are written in place, ``accept_lens`` (optional) gets accept_token_num + 1.
+    """
+    bsz, d = _check_common(logits, candidates)
+    v = logits.shape[1]
+    device = logits.device
+    predicts, accept_index, accept_token_num = _outputs(bsz, d, device, predicts, accept_index,
+                                                        accept_token_num)
+    if bsz == 0:
+        return predicts, accept_index, accept_token_num
+    if block_size is None:
+        block_size = 2048 if logits.element_size() == 2 else 1024
+        block_size = min(block_size, _p2(v))
+    if num_warps is None:
+        num_warps = 8 if block_size >= 2048 else 4
+    if num_slices is None:
+        target = 3 * _num_sms(device)  # programs; B * slices of them fill the GPU
+        num_slices = max(1, min(triton.cdiv(target, bsz), triton.cdiv(v, 2 * block_size)))
+    slice_len = triton.cdiv(triton.cdiv(v, num_slices), block_size) * block_size
+    ns = triton.cdiv(v, slice_len)
+    counter, stop = _sync_buffers(device, bsz)
+    part_key = torch.empty(bsz * ns * d, dtype=torch.int32, device=device)
+    part_idx = torch.empty(bsz * ns * d, dtype=torch.int32, device=device)
+    _greedy_chain_kernel[(bsz, ns)](
+        logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
+        predicts, accept_index, accept_token_num,
+        accept_lens if accept_lens is not None else accept_token_num,
+        part_key, part_idx, counter, stop, v, slice_len, d, ns,
+        D_P2=_p2(d), NS_P2=_p2(ns), BLOCK=block_size,
+        WRITE_LENS=accept_lens is not None, num_warps=num_warps,
+    )
+    return predicts, accept_index, accept_token_num
+
+
+def _per_request(x, bsz, dtype, device, name):
+    if x is None:
+        return None
+    if not torch.is_tensor(x):
+        return torch.full((bsz,), x, dtype=dtype, device=device)
+    x = x.reshape(-1)
+    if x.numel() != bsz:
+        raise ValueError(f"{name} must have one value per request ({bsz}), got {x.numel()}")
+    return x.to(dtype=dtype).contiguous()
+
+
+def chain_verify_sampling(
+    logits: torch.Tensor,
+    candidates: torch.Tensor,
+    coins: torch.Tensor,
+    coins_final: torch.Tensor,
+    temperatures=None,
+    top_ks=None,
+    top_ps=None,
+    min_ps=None,
+    draft_probs: Optional[torch.Tensor] = None,
+    threshold_single: float = 1.0,
+    threshold_acc: float = 1.0,
+    predicts: Optional[torch.Tensor] = None,
+    accept_index: Optional[torch.Tensor] = None,
+    accept_token_num: Optional[torch.Tensor] = None,
+    accept_lens: Optional[torch.Tensor] = None,
+    *,
+    block_size: Optional[int] = None,
+    num_warps: Optional[int] = None,
+    cap: int = 128,
+):
+    """Fused temperature / top-k / top-p / min-p + chain speculative sampling.
+
+    ``coins`` [B, D] and ``coins_final`` [B] are uniforms in [0, 1) (SGLang's
+    ``uniform_samples`` / ``uniform_samples_for_final_sampling``); the result is a deterministic
+    function of them.  ``temperatures``/``top_ks``/``top_ps``/``min_ps``: per request tensors
+    (or scalars, or None = off; top_k <= 0 or >= V and top_p >= 1 and min_p <= 0 mean off).
+    Target-only acceptance (SGLang's default, with ``threshold_single``/``threshold_acc``) unless
+    ``draft_probs`` [B, D-1 (or D), V] is given, which selects classic rejection sampling
+    (SGLang's ``--speculative-use-rejection-sampling``).
+    """
+    bsz, d = _check_common(logits, candidates)
+    v = logits.shape[1]
+    device = logits.device
+    predicts, accept_index, accept_token_num = _outputs(bsz, d, device, predicts, accept_index,
+                                                        accept_token_num)
+    if bsz == 0:
+        return predicts, accept_index, accept_token_num
+    coins = coins.reshape(bsz, -1)
+    if coins.shape[1] < d - 1 or coins.dtype != torch.float32:
+        raise ValueError("coins must be float32 [B, D] (column j decides draft j+1)")
+    coins_final = coins_final.reshape(-1)
+    if coins_final.numel() != bsz or coins_final.dtype != torch.float32:
+        raise ValueError("coins_final must be float32 [B]")
+    temps = _per_request(temperatures, bsz, torch.float32, device, "temperatures")
+    tks = _per_request(top_ks, bsz, torch.int32, device, "top_ks")
+    tps = _per_request(top_ps, bsz, torch.float32, device, "top_ps")
+    mps = _per_request(min_ps, bsz, torch.float32, device, "min_ps")
+    classic = draft_probs is not None
+    if classic:
+        if draft_probs.dim() != 3 or draft_probs.shape[0] != bsz or draft_probs.shape[2] != v \
+                or draft_probs.shape[1] < d - 1 or draft_probs.stride(2) != 1:
+            raise ValueError("draft_probs must be [B, >= D-1, V], contiguous along V")
+        dprob, sqb, sqs = draft_probs, draft_probs.stride(0), draft_probs.stride(1)
+    else:
+        dprob, sqb, sqs = coins_final, 0, 0  # never read
+    few_rows = bsz * d < _num_sms(device)  # one program per row: give each row more threads
+    if block_size is None:
+        block_size = min(2048 if few_rows else 1024, _p2(v))
+    if num_warps is None:
+        num_warps = (16 if few_rows else 8) if block_size >= 1024 else 4
+        num_warps = min(num_warps, max(1, block_size // 128))
+    if cap & (cap - 1) or cap < 16:
+        raise ValueError("cap must be a power of two >= 16")
+    ci = min(32, cap)
+    counter, stop = _sync_buffers(device, bsz)
+    row_tok = torch.empty(bsz * d, dtype=torch.int32, device=device)
+    buf_k = torch.empty(bsz * d * cap, dtype=torch.int32, device=device)
+    buf_v = torch.empty(bsz * d * cap, dtype=torch.float32, device=device)
+    dummy_f = coins_final
+    thr_acc = max(float(threshold_acc), 1e-9)
+    _sample_chain_kernel[(d * bsz,)](
+        logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
+        coins, coins.stride(0), coins.stride(1), coins_final,
+        temps if temps is not None else dummy_f,
+        tks if tks is not None else counter,
+        tps if tps is not None else dummy_f,
+        mps if mps is not None else dummy_f,
+        dprob, sqb, sqs,
+        predicts, accept_index, accept_token_num,
+        accept_lens if accept_lens is not None else accept_token_num,
+        row_tok, buf_k, buf_v, counter, stop,
+        bsz, v, float(threshold_single), thr_acc, d,
+        D_P2=_p2(d), HAS_TEMP=temps is not None, HAS_TOPK=tks is not None,
+        HAS_TOPP=tps is not None, HAS_MINP=mps is not None, CLASSIC=classic,
+        WRITE_LENS=accept_lens is not None, BLOCK=block_size, CAP=cap, CI=ci,
+        num_warps=num_warps,
+    )
+    return predicts, accept_index, accept_token_num
+
+
+def describe() -> str:
+    return ("adaptive_spec.kernels.chain_verify: Triton greedy (fused argmax, sliced vocab, "
+            "chain early exit) and sampling (fused temperature/top-k/top-p/min-p, target-only "
+            "or classic rejection) chain verification")

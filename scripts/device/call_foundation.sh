@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# GPU machine, one command (~7 min): issue 2 evidence and a profile of SGLang's 0-step path.
+#   our launcher + threshold 32 (EAGLE-3, aligned draft, 3 steps, CUDA graphs) vs the plain
+#   server, closed batches N = 1..256, torch-profiler summary of 12 decode steps at N = 128,
+#   then static EAGLE-3 for reference. Results: $OUT/probes.jsonl, $OUT/decisions.log.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_foundation.sh
+source scripts/device/common.sh
+DEADLINE_S=${DEADLINE_S:-540}
+MODELS=/tmp/models-8b
+if [ ! -f "$MODELS/.done" ]; then
+  say "building 8B-shaped synthetic models"
+  python3 .device/make_models.py --out "$MODELS" --drafts aligned,random --hidden 4096 --inter 14336 \
+    --layers 32 --heads 32 --kv-heads 8 --vocab 128256 && touch "$MODELS/.done" || { say "models failed"; exit 3; }
+fi
+GRAPH=(--cuda-graph-backend-decode full --cuda-graph-bs-decode 1 2 4 8 16 32 64 128 256
+       --max-running-requests 256 --mem-fraction-static 0.5)
+EAGLE=(--speculative-algorithm EAGLE3 --speculative-draft-model-path "$MODELS/draft-aligned"
+       --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4)
+LOG="$OUT/servers.log"
+left() { echo $(( DEADLINE_S - $(date +%s) + T_START )); }
+
+probe() {  # name port [extra probe args]
+  local name=$1 port=$2; shift 2
+  python3 scripts/device/closed_probe.py --name "$name" --port "$port" --pid "$CUR_PID" \
+    --wait 240 --out "$OUT/probes.jsonl" "$@"
+  stop_server
+}
+
+start_server adaptive-spec:threshold 30001 "$LOG" python3 -m adaptive_spec.launch_server \
+  --model-path "$MODELS/target" "${GRAPH[@]}" "${EAGLE[@]}" --adaptive-spec-threshold 32 --adaptive-spec-log-decisions
+probe adaptive-spec:threshold 30001 --profile-n 128
+grep -E "adaptive_spec|Switch adaptive|Traceback|Error" "$LOG" | head -300 > "$OUT/decisions.log"
+
+[ "$(left)" -gt 150 ] && { start_server plain 30000 "$LOG" python3 -m sglang.launch_server --model-path "$MODELS/target" "${GRAPH[@]}"
+  probe plain 30000 --profile-n 128; }
+[ "$(left)" -gt 150 ] && { start_server eagle3 30002 "$LOG" python3 -m sglang.launch_server --model-path "$MODELS/target" "${GRAPH[@]}" "${EAGLE[@]}"
+  probe eagle3 30002 --profile-n 128; } || say "skipped eagle3 (time)"
+pack_jitcache
+tail -c 4000000 "$LOG" > "$OUT/servers.tail.log"; rm -f "$LOG"
+say "done"

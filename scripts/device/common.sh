@@ -1,0 +1,68 @@
+# Sourced by the device scripts (GPU machine, one H200, no network). Run from the repo root.
+# Unpacks the SGLang bundle (.bundle/, made by .device/make_bundle.sh), installs this package
+# under /tmp/as-site (entry point metadata included, so SGLang's load_plugins() finds it),
+# and defines start_server / stop_server. Every wait is bounded.
+set -uo pipefail
+T_START=${T_START:-$(date +%s)}
+REPO="$PWD"
+OUT="${OUT:-/tmp/as-out}"; mkdir -p "$OUT"
+SGL=/tmp/sgl
+export PYTHONUNBUFFERED=1 NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost
+say() { echo "[device +$(( $(date +%s) - T_START ))s] $*"; }
+
+B="$REPO/.bundle/sglang-site.tar.xz"
+[ -f "$B" ] || { say "missing $B"; exit 2; }
+if [ "$(cat $SGL/.sig 2>/dev/null)" != "$(stat -c %s "$B")" ]; then
+  rm -rf "$SGL/site"; mkdir -p "$SGL"; tar -xJf "$B" -C "$SGL" && stat -c %s "$B" > "$SGL/.sig"
+  say "unpacked bundle"
+fi
+export TVM_FFI_CACHE_DIR="$SGL/cache/tvm-ffi" TRITON_CACHE_DIR="$SGL/cache/triton"
+export FLASHINFER_WORKSPACE_BASE="$SGL/cache/fi" TORCHINDUCTOR_CACHE_DIR="$SGL/cache/inductor"
+mkdir -p "$TVM_FFI_CACHE_DIR" "$TRITON_CACHE_DIR" "$FLASHINFER_WORKSPACE_BASE" "$TORCHINDUCTOR_CACHE_DIR"
+if [ -f "$REPO/.bundle/jitcache.tar.xz" ] && [ ! -f "$SGL/cache/.seeded" ]; then
+  tar -xJf "$REPO/.bundle/jitcache.tar.xz" -C "$SGL/cache" && touch "$SGL/cache/.seeded" && say "seeded JIT caches"
+fi
+export SGLANG_DISABLED_MODEL_ARCHS="$(cd $SGL/site/sglang/srt/models && ls *.py | sed 's/\.py$//' \
+  | grep -v -x -e llama -e llama_eagle3 -e __init__ -e registry | paste -sd, -)"
+
+# This package, laid out as it installs (kernels/, patches/, benchmarks/ under our namespace).
+AS=/tmp/as-site; rm -rf "$AS"; mkdir -p "$AS"
+cp -r "$REPO/adaptive_spec" "$AS/"
+cp -r "$REPO/kernels" "$AS/adaptive_spec/kernels"; cp -r "$REPO/patches" "$AS/adaptive_spec/patches"
+mkdir -p "$AS/adaptive_spec/bench"; find "$REPO/benchmarks" -maxdepth 1 -name '*.py' -exec cp {} "$AS/adaptive_spec/bench/" \;
+DI="$AS/adaptive_spec-0.1.0.dist-info"; mkdir -p "$DI"
+printf 'Metadata-Version: 2.1\nName: adaptive-spec\nVersion: 0.1.0\n' > "$DI/METADATA"
+python3 - "$REPO/pyproject.toml" > "$DI/entry_points.txt" <<'PY'
+import sys, tomllib
+p = tomllib.load(open(sys.argv[1], "rb"))["project"]
+print("[console_scripts]"); [print(f"{k} = {v}") for k, v in p["scripts"].items()]
+for group, eps in p["entry-points"].items():
+    print(f"[{group}]"); [print(f"{k} = {v}") for k, v in eps.items()]
+PY
+export PYTHONPATH="$AS:$SGL/site${PYTHONPATH:+:$PYTHONPATH}"
+
+CUR_PID=""
+trap '[ -n "$CUR_PID" ] && kill -KILL -- -"$CUR_PID" 2>/dev/null' EXIT INT TERM
+
+SERVER_COMMON=(--host 127.0.0.1 --skip-tokenizer-init --attention-backend triton --sampling-backend pytorch
+  --grammar-backend none --dtype bfloat16 --context-length 4096 --cuda-graph-backend-prefill disabled
+  --random-seed 0 --log-level info)
+
+start_server() {  # $1 name, $2 port, $3 log, rest: launcher + args. Sets CUR_PID.
+  local name=$1 port=$2 log=$3; shift 3
+  echo "======== $name $(date -u +%H:%M:%S) $*" >> "$log"
+  setsid "$@" --port "$port" "${SERVER_COMMON[@]}" >> "$log" 2>&1 &
+  CUR_PID=$!
+  say "started $name (pid $CUR_PID, port $port)"
+}
+
+stop_server() {
+  [ -n "$CUR_PID" ] || return 0
+  kill -TERM -- -"$CUR_PID" 2>/dev/null
+  for _ in $(seq 1 20); do kill -0 "$CUR_PID" 2>/dev/null || break; sleep 1; done
+  kill -KILL -- -"$CUR_PID" 2>/dev/null; sleep 2; CUR_PID=""
+}
+
+pack_jitcache() {
+  ( cd "$SGL/cache" && tar -cf - tvm-ffi triton fi inductor 2>/dev/null | xz -T0 -3 > "$OUT/jitcache.tar.xz" )
+}

@@ -1,0 +1,183 @@
+"""A FAKE SGLang-compatible HTTP server for CPU tests of the benchmark tool (not SGLang).
+
+Speaks just enough of SGLang 0.5.16's native API: ``GET /health``, ``POST /generate``
+(``input_ids`` + ``sampling_params``; streamed ``data: {...}`` events with cumulative
+``output_ids`` and ``meta_info``, then ``data: [DONE]``; or one JSON when not streamed),
+``GET /server_info``, ``GET /v1/loads`` and, with ``--fake-status``, ``GET
+/adaptive_spec/status``.
+
+Output: the last prompt token repeated (like the synthetic "repeat" target), or with
+``--fake-lossy`` that token + 1 from the 3rd token on.  Speculative (``--speculative-algorithm``
+given): after the first token, chunks of ``--speculative-num-steps + 1`` tokens, each counted
+as one verify step (``spec_verify_ct``).  Each chunk takes ``--fake-delay-s``.
+
+Run: ``python fake_sglang_server.py --port P [--fake-* ...]`` (unknown SGLang flags are
+ignored, so the sweep can start it in place of ``sglang.launch_server``), or in-process with
+:func:`start_in_loop`.  Loopback only.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import threading
+import time
+
+from aiohttp import web
+
+
+def parse(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--model-path", default="fake-model")
+    p.add_argument("--speculative-algorithm", default=None)
+    p.add_argument("--speculative-num-steps", type=int, default=3)
+    p.add_argument("--fake-delay-s", type=float, default=0.002)
+    p.add_argument("--fake-startup-s", type=float, default=0.0)
+    p.add_argument("--fake-exit-after-s", type=float, default=None)
+    p.add_argument("--fake-exit-code", type=int, default=3)
+    p.add_argument("--fake-incremental", action="store_true")
+    p.add_argument("--fake-status", action="store_true")
+    p.add_argument("--fake-lossy", action="store_true")
+    p.add_argument("--fake-http-error", type=int, default=None)
+    a, _unknown = p.parse_known_args(argv)
+    return a
+
+
+class Fake:
+    def __init__(self, a):
+        self.a = a
+        self.t0 = time.time()
+        self.running = 0
+        self.steps_hist = {}
+        self.spec = a.speculative_algorithm is not None
+        self.k = (a.speculative_num_steps + 1) if self.spec else 1
+
+    def ready(self):
+        return time.time() - self.t0 >= self.a.fake_startup_s
+
+    async def health(self, req):
+        return web.Response(status=200 if self.ready() else 503, text="")
+
+    async def server_info(self, req):
+        return web.json_response({
+            "version": "0.0-fake", "model_path": self.a.model_path,
+            "speculative_algorithm": self.a.speculative_algorithm,
+            "speculative_num_steps": self.a.speculative_num_steps if self.spec else None,
+            "internal_states": [{"avg_spec_accept_length": float(self.k)}],
+        })
+
+    async def loads(self, req):
+        return web.json_response({"loads": [{"dp_rank": 0, "num_running_reqs": self.running,
+                                             "num_waiting_reqs": 0, "gen_throughput": 1.0}]})
+
+    def cur_steps(self):
+        return 0 if self.running >= 4 else (self.k - 1)
+
+    async def status(self, req):
+        if not self.a.fake_status:
+            raise web.HTTPNotFound()
+        return web.json_response({"steps": self.cur_steps(), "steps_histogram": self.steps_hist})
+
+    def outputs(self, prompt, n):
+        last = prompt[-1] if prompt else 7
+        return [last + 1 if (self.a.fake_lossy and i >= 2) else last for i in range(n)]
+
+    async def generate(self, req):
+        if self.a.fake_http_error:
+            return web.Response(status=self.a.fake_http_error, text="fake failure")
+        body = await req.json()
+        ids = body.get("input_ids") or []
+        sp = body.get("sampling_params") or {}
+        n = int(sp.get("max_new_tokens", 16))
+        out = self.outputs(ids, n)
+        stream = bool(body.get("stream"))
+        chunks = [1]
+        while sum(chunks) < n:
+            chunks.append(min(self.k, n - sum(chunks)))
+        verify = len(chunks) - 1 if self.spec else 0
+
+        def meta(done, ct, v):
+            m = {"id": "fake", "prompt_tokens": len(ids), "completion_tokens": ct,
+                 "cached_tokens": 0,
+                 "finish_reason": {"type": "length", "length": n} if done else None}
+            if self.spec and v > 0:
+                m["spec_verify_ct"] = v
+                m["spec_accept_length"] = ct / v
+                m["spec_accept_histogram"] = [0] * (self.k - 1) + [v]
+            return m
+
+        self.running += 1
+        try:
+            if not stream:
+                for _ in chunks:
+                    await asyncio.sleep(self.a.fake_delay_s)
+                return web.json_response({"output_ids": out, "meta_info": meta(True, n, verify)})
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await resp.prepare(req)
+            sent = 0
+            for i, c in enumerate(chunks):
+                await asyncio.sleep(self.a.fake_delay_s)
+                s = self.cur_steps()
+                self.steps_hist[str(s)] = self.steps_hist.get(str(s), 0) + 1
+                new = out[sent:sent + c]
+                sent += c
+                ids_field = new if self.a.fake_incremental else out[:sent]
+                ev = {"output_ids": ids_field, "meta_info": meta(sent >= n, sent, i)}
+                await resp.write(b"data: " + json.dumps(ev).encode() + b"\n\n")
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+            return resp
+        finally:
+            self.running -= 1
+
+
+def make_app(a) -> web.Application:
+    f = Fake(a)
+    app = web.Application()
+    app.router.add_get("/health", f.health)
+    app.router.add_get("/server_info", f.server_info)
+    app.router.add_get("/v1/loads", f.loads)
+    app.router.add_get("/adaptive_spec/status", f.status)
+    app.router.add_post("/generate", f.generate)
+    return app
+
+
+async def start_in_loop(**opts):
+    """Start in the running loop on 127.0.0.1:<free port>; returns (runner, base_url)."""
+    argv = []
+    for k, v in opts.items():
+        flag = "--" + k.replace("_", "-")
+        if v is True:
+            argv.append(flag)
+        elif v is not None and v is not False:
+            argv += [flag, str(v)]
+    a = parse(argv)
+    runner = web.AppRunner(make_app(a), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    return runner, f"http://127.0.0.1:{port}"
+
+
+def main(argv=None):
+    a = parse(argv)
+    if a.host not in ("127.0.0.1", "localhost"):
+        print("fake server: loopback only", file=sys.stderr)
+        return 2
+    print(f"fake sglang server on {a.host}:{a.port} pid {os.getpid()}", flush=True)
+    if a.fake_exit_after_s is not None:
+        t = threading.Timer(a.fake_exit_after_s, lambda: os._exit(a.fake_exit_code))
+        t.daemon = True
+        t.start()
+    web.run_app(make_app(a), host=a.host, port=a.port, access_log=None, print=None,
+                handle_signals=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""Statistics on hand-made request traces; every expected value is worked out by hand here."""
+import pytest
+
+from adaptive_spec.bench import stats as st
+from adaptive_spec.bench.stats import RequestRecord as R
+
+
+def approx(x):
+    return pytest.approx(x, rel=1e-9, abs=1e-9)
+
+
+def two_requests():
+    # r1: sent at 0.0, chunks at 0.1 (1 tok), 0.2 (1 tok), 0.4 (2 toks), done at 0.4
+    #     ttft 0.1, tpot (0.4 - 0.1) / (4 - 1) = 0.1, itls [0.1, 0.2], e2e 0.4
+    r1 = R(idx=0, start=0.0, end=0.4, chunk_times=[0.1, 0.2, 0.4], chunk_tokens=[1, 1, 2],
+           completion_tokens=4, verify_ct=2)
+    # r2: sent at 0.05, chunks at 0.25 (1), 0.35 (1), done at 0.35
+    #     ttft 0.2, tpot 0.1 / 1 = 0.1, itls [0.1], e2e 0.3
+    r2 = R(idx=1, start=0.05, end=0.35, chunk_times=[0.25, 0.35], chunk_tokens=[1, 1],
+           completion_tokens=2, verify_ct=1)
+    return [r1, r2]
+
+
+def test_percentile_linear_interpolation():
+    assert st.percentile([], 50) is None
+    assert st.percentile([5.0], 99) == 5.0
+    # sorted [1, 2, 3, 4]: rank (4-1)*0.5 = 1.5 -> 2 + 0.5*(3-2) = 2.5
+    assert st.percentile([4, 1, 3, 2], 50) == approx(2.5)
+    # rank 3*0.99 = 2.97 -> 3 + 0.97*(4-3) = 3.97
+    assert st.percentile([4, 1, 3, 2], 99) == approx(3.97)
+    assert st.percentile([4, 1, 3, 2], 0) == 1
+    assert st.percentile([4, 1, 3, 2], 100) == 4
+    with pytest.raises(ValueError):
+        st.percentile([1], 101)
+
+
+def test_per_request_values():
+    r1, r2 = two_requests()
+    assert r1.ttft() == approx(0.1)
+    assert r1.tpot() == approx(0.1)
+    assert r1.itls() == [approx(0.1), approx(0.2)]
+    assert r1.e2e() == approx(0.4)
+    assert r2.ttft() == approx(0.2)
+    assert r2.tpot() == approx(0.1)
+    assert r1.n_tokens == 4 and r1.completed
+    # one token only: no TPOT
+    assert R(start=0, chunk_times=[0.5], chunk_tokens=[1]).tpot() is None
+
+
+def test_summarize_two_requests():
+    s = st.summarize(two_requests())
+    # window [0.0, 0.4]: 6 tokens / 0.4 s = 15 tok/s
+    assert s["output_tok_s"] == approx(15.0)
+    assert s["duration_s"] == approx(0.4)
+    assert s["output_tokens"] == 6
+    # ttft [0.1, 0.2]: p50 0.15 s, p99 0.1 + 0.99 * 0.1 = 0.199 s
+    assert s["ttft_ms_p50"] == approx(150.0)
+    assert s["ttft_ms_p99"] == approx(199.0)
+    # tpot [0.1, 0.1]
+    assert s["tpot_ms_p50"] == approx(100.0)
+    assert s["tpot_ms_p99"] == approx(100.0)
+    # itl sorted [0.1, 0.1, 0.2]: p50 = 0.1; p99: rank 1.98 -> 0.1 + 0.98 * 0.1 = 0.198
+    assert s["itl_ms_p50"] == approx(100.0)
+    assert s["itl_ms_p99"] == approx(198.0)
+    # e2e [0.4, 0.3]: p50 0.35
+    assert s["e2e_ms_p50"] == approx(350.0)
+    # accept length: (4 + 2) / (2 + 1) = 2
+    assert s["mean_accept_len"] == approx(2.0)
+    assert (s["requests"], s["completed"], s["errors"], s["cancelled"]) == (2, 2, 0, 0)
+
+
+def test_summarize_with_cut_off_and_error():
+    r1, r2 = two_requests()
+    # cut off at 0.3 after 2 tokens: counts for tok/s and TPOT (0.2 - 0.1) / 1
+    r3 = R(idx=2, start=0.1, chunk_times=[0.2, 0.3], chunk_tokens=[1, 1], cancelled=True)
+    r4 = R(idx=3, start=0.1, end=0.11, error="HTTP 500: boom")
+    s = st.summarize([r1, r2, r3, r4])
+    assert s["output_tokens"] == 8  # 4 + 2 + 2
+    assert s["output_tok_s"] == approx(8 / 0.4)
+    assert (s["requests"], s["completed"], s["cancelled"], s["errors"]) == (4, 2, 1, 1)
+    # tpots [0.1, 0.1, 0.1] -> 100 ms
+    assert s["tpot_ms_p50"] == approx(100.0)
+    assert st.first_error([r1, r4]) == "HTTP 500: boom"
+    # plain server: no verify counts -> no accept length
+    assert st.mean_accept_len([R(completion_tokens=5)]) is None
+
+
+def test_explicit_windows():
+    recs = two_requests()
+    # only [0.0, 0.2]: tokens at 0.1 and 0.2 -> 2 tokens / 0.2 s = 10 tok/s
+    s = st.summarize(recs, window=(0.0, 0.2))
+    assert s["output_tok_s"] == approx(10.0)
+    assert s["requests"] == 2  # both started inside
+    # two windows [0, 0.1] + [0.3, 0.4]: tokens 1 (0.1) + 1 (0.35) + 2 (0.4) = 4 in 0.2 s
+    s = st.summarize(recs, windows=[(0.0, 0.1), (0.3, 0.4)])
+    assert s["output_tok_s"] == approx(20.0)
+    assert s["requests"] == 2  # r1 (0.0) and r2 (0.05) started inside [0, 0.1]
+
+
+def test_non_streamed_tpot():
+    r = R(start=1.0, end=2.0, chunk_times=[2.0], chunk_tokens=[10])
+    s = st.summarize([r], stream=False)
+    assert s["tpot_ms_p50"] == approx(100.0)  # 1 s / 10 tokens
+    assert s["ttft_ms_p50"] is None and s["itl_ms_p50"] is None
+
+
+def test_ratios_and_envelope():
+    rows = [
+        {"system": "plain", "concurrency": 1, "output_tok_s": 200.0},
+        {"system": "eagle3", "concurrency": 1, "output_tok_s": 500.0},
+        {"system": "adaptive-spec:threshold", "concurrency": 1, "output_tok_s": 450.0},
+        {"system": "plain", "concurrency": 256, "output_tok_s": 16000.0},
+        {"system": "eagle3", "concurrency": 256, "output_tok_s": 11000.0},
+        {"system": "adaptive-spec:threshold", "concurrency": 256, "output_tok_s": 15680.0},
+        {"system": "builtin-adaptive", "concurrency": 256, "output_tok_s": None},
+    ]
+    env = st.envelope(rows)
+    assert env[(1, None, None)] == 500.0 and env[(256, None, None)] == 16000.0
+    st.add_ratios(rows)
+    ours1, ours256 = rows[2], rows[5]
+    assert ours1["tok_s_vs_plain"] == approx(2.25)       # 450 / 200
+    assert ours1["tok_s_vs_envelope"] == approx(0.9)     # 450 / 500
+    assert ours256["tok_s_vs_plain"] == approx(0.98)     # 15680 / 16000
+    assert ours256["tok_s_vs_envelope"] == approx(0.98)
+    assert rows[6]["tok_s_vs_plain"] is None
+    assert st.ratio(1.0, 0) is None and st.ratio(None, 1.0) is None
+    assert st.ratio(3.0, 2.0) == approx(1.5)
+
+
+def test_lossless_check():
+    outs = {
+        "plain": {("c1", 0): [5, 5, 5, 5], ("c1", 1): [7, 7, 7]},
+        "eagle3": {("c1", 0): [5, 5, 5, 5], ("c1", 1): [7, 7]},       # cut short: prefix ok
+        "adaptive-spec:threshold": {("c1", 0): [5, 5, 6, 5], ("c1", 1): [7, 7, 7]},
+    }
+    res = st.lossless_check(outs)
+    assert res["eagle3"] == {"identical_to_plain": True, "requests": 2, "tokens": 6,
+                             "mismatches": 0, "first_mismatch": None}
+    bad = res["adaptive-spec:threshold"]
+    assert bad["identical_to_plain"] is False and bad["mismatches"] == 1
+    assert bad["first_mismatch"]["position"] == 2
+    assert "plain" not in res
+    assert st.lossless_check({"eagle3": {}}) == {}
+
+
+def test_histograms():
+    assert st.histogram_diff({"0": 10, "3": 7}, {"0": 4, "3": 7}) == {"0": 6}
+    assert st.histogram_diff({"1": 2}, None) == {"1": 2}
+    assert st.histogram_diff(None, {"1": 2}) is None
+    assert st.histogram_of([3, 3, None, 0]) == {"3": 2, "0": 1}
+    assert st.histogram_of([None]) is None
+
+
+def test_record_roundtrip():
+    r1, _ = two_requests()
+    d = r1.to_dict()
+    assert st.RequestRecord.from_dict(d).tpot() == approx(0.1)

@@ -1,0 +1,240 @@
+"""The sweep end to end against FAKE SGLang servers (started and attached), and the CLI's
+handling of bad input (one line on stderr, exit status 2, no traceback)."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from adaptive_spec.bench import cli, schema
+from adaptive_spec.bench.servers import ServerProcess, free_port
+
+FAKE = os.path.join(os.path.dirname(__file__), "fake_sglang_server.py")
+FAST = ["--time-budget-s", "1", "--drain-s", "1", "--start-stagger-s", "0",
+        "--sglang-launcher", "fake_sglang_server", "--ours-launcher", "fake_sglang_server",
+        "--quiet"]
+
+
+def test_sweep_starts_four_systems_and_writes_valid_json(tmp_path, fake_env, model_dirs, capsys):
+    t, d = model_dirs
+    out = tmp_path / "results" / "2026-11-29-fake.json"
+    rc = cli.main(["sweep", "--target", str(t), "--draft", str(d),
+                   "--systems", "plain,eagle3,builtin-adaptive,adaptive-spec:threshold",
+                   "--concurrency", "1,4", "--new-tokens", "16", "--prompt-len", "8,12",
+                   "--out", str(out), "--log-dir", str(tmp_path / "logs"),
+                   "--system-args", "adaptive-spec:threshold+=--fake-status", *FAST])
+    assert rc == 0
+    res = json.loads(out.read_text())
+    assert schema.validate_file(out) == []
+    assert res["status"] == "complete"
+    assert [(r["system"], r["concurrency"]) for r in res["rows"]] == [
+        (s, n) for n in (1, 4) for s in ("plain", "eagle3", "builtin-adaptive",
+                                         "adaptive-spec:threshold")]
+    for r in res["rows"]:
+        assert r["errors"] == 0 and r["output_tok_s"] > 0 and r["tpot_ms_p50"] > 0
+    by = {(r["system"], r["concurrency"]): r for r in res["rows"]}
+    assert by[("plain", 1)]["mean_accept_len"] is None
+    assert by[("eagle3", 1)]["mean_accept_len"] > 2          # fake: 4 tokens per verify
+    assert by[("eagle3", 4)]["tok_s_vs_envelope"] == pytest.approx(1.0, abs=0.05) or \
+        by[("plain", 4)]["tok_s_vs_envelope"] == pytest.approx(1.0, abs=0.05)
+    assert by[("adaptive-spec:threshold", 4)]["steps_histogram"]
+    # builtin-adaptive was started at 7 steps (SGLang's default config needs that)
+    cmd_log = (tmp_path / "logs" / "server-builtin-adaptive.log").read_text()
+    assert "--speculative-adaptive" in cmd_log and "--speculative-num-steps 7" in cmd_log
+    assert res["systems"]["builtin-adaptive"]["spec_steps"] == 7
+    for s in res["systems"].values():
+        assert s["start_s"] is not None and s["start_s"] >= 0
+    assert set(res["lossless"]) == {"eagle3", "builtin-adaptive", "adaptive-spec:threshold"}
+    assert all(v["identical_to_plain"] for v in res["lossless"].values())
+    assert res["command"].startswith("adaptive-spec-bench sweep --target")
+    assert "wrote" in capsys.readouterr().out
+    # every server was stopped: no process left whose command line names our target dir
+    assert _procs_with(str(t)) == []
+
+
+def _procs_with(needle):
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{d}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in cmd and "fake_sglang_server" in cmd and state != "Z":
+            found.append((int(d), cmd))
+    return found
+
+
+def _fake_attached(*extra):
+    port = free_port()
+    sp = ServerProcess("x", cmd=[sys.executable, FAKE, "--port", str(port), *extra], port=port)
+    sp.start()
+    sp.wait_ready(30, poll_s=0.2)
+    return sp
+
+
+def test_sweep_attach_open_loop_and_step_pattern(tmp_path, model_dirs):
+    t, _ = model_dirs
+    a = _fake_attached("--model-path", str(t))
+    b = _fake_attached("--model-path", str(t), "--speculative-algorithm", "EAGLE3",
+                       "--fake-status", "--fake-lossy")
+    try:
+        out = tmp_path / "2026-11-29-open.json"
+        rc = cli.main(["sweep", "--systems", "plain,adaptive-spec:threshold",
+                       "--attach", f"plain={a.url}", "--attach", f"adaptive-spec:threshold={b.url}",
+                       "--rate", "50,200", "--concurrency", "8", "--new-tokens", "8",
+                       "--out", str(out), "--no-plot", "--no-warmup", *FAST])
+        assert rc == 0
+        res = json.loads(out.read_text())
+        assert schema.validate_obj(res) == []
+        assert res["workload"]["kind"] == "open"
+        assert sorted({r["request_rate"] for r in res["rows"]}) == [50.0, 200.0]
+        assert all(r["concurrency"] == 8 for r in res["rows"])
+        assert res["systems"]["plain"]["launch"] == "attached"
+        # vocab came from the attached server's model path (config.json)
+        assert "vocab 1000" in res["model"]
+        # the fake's "lossy" mode changes tokens: the check must say so
+        assert res["lossless"]["adaptive-spec:threshold"]["identical_to_plain"] is False
+
+        out2 = tmp_path / "2026-11-29-step.json"
+        rc = cli.main(["sweep", "--systems", "plain,adaptive-spec:threshold",
+                       "--attach", f"plain={a.url}", "--attach", f"adaptive-spec:threshold={b.url}",
+                       "--pattern", "step", "--pattern-high", "6", "--duration-s", "1.5",
+                       "--sample-interval-s", "0.1", "--new-tokens", "16",
+                       "--out", str(out2), "--no-warmup", *FAST])
+        assert rc == 0
+        res = json.loads(out2.read_text())
+        assert schema.validate_obj(res) == []
+        assert res["workload"]["kind"] == "step"
+        assert [r["phase"] for r in res["rows"] if r["system"] == "plain"] == [0, 1, 2]
+        assert [r["concurrency"] for r in res["rows"] if r["system"] == "plain"] == [1, 6, 1]
+        tl = [e for e in res["timeline"] if e["system"] == "adaptive-spec:threshold"]
+        assert len(tl) >= 5 and any(e["steps"] is not None for e in tl)
+        assert out2.with_suffix(".png").exists() or not _has_mpl()
+    finally:
+        a.stop(5)
+        b.stop(5)
+
+
+def _has_mpl():
+    try:
+        import matplotlib  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def test_sweep_survives_a_server_that_dies(tmp_path, fake_env, model_dirs):
+    t, d = model_dirs
+    out = tmp_path / "2026-11-29-died.json"
+    t0 = time.time()
+    rc = cli.main(["sweep", "--target", str(t), "--draft", str(d), "--systems", "plain,eagle3",
+                   "--system-args", "eagle3=--fake-exit-after-s 0.2 --fake-startup-s 30",
+                   "--concurrency", "2", "--new-tokens", "8", "--out", str(out), "--no-plot",
+                   "--log-dir", str(tmp_path / "logs"), *FAST])
+    assert time.time() - t0 < 60
+    assert rc == 0
+    res = json.loads(out.read_text())
+    assert res["status"] == "partial"
+    assert "exited with code" in res["systems"]["eagle3"]["error"]
+    assert [r["system"] for r in res["rows"]] == ["plain"]
+    assert schema.validate_obj(res) == []
+
+
+def test_sweep_deadline_skips_levels(tmp_path, fake_env, model_dirs):
+    t, d = model_dirs
+    out = tmp_path / "2026-11-29-deadline.json"
+    rc = cli.main(["sweep", "--target", str(t), "--systems", "plain", "--concurrency", "1,2,4",
+                   "--new-tokens", "8", "--out", str(out), "--no-plot", "--deadline-s", "7",
+                   "--no-warmup", "--server-arg", "--fake-delay-s 0.1", *FAST])
+    # each level may take up to budget + drain + 2 = 4 s: the third never fits in 7 s
+    assert rc == 0
+    res = json.loads(out.read_text())
+    assert res["status"] == "partial" and res["skipped"]
+    assert 1 <= len(res["rows"]) < 3
+
+
+def run_cli(cli_cmd, *args, timeout=60):
+    return subprocess.run(cli_cmd + list(args), capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("args, expect", [
+    (["sweep", "--concurrency", "1,x"], "comma-separated integers"),
+    (["sweep", "--systems", "plain,vllm", "--target", "/tmp"], "bad system name"),
+    (["sweep", "--systems", "plain", "--attach", "plain=http://example.com:80"],
+     "non-loopback"),
+    (["sweep", "--systems", "plain", "--attach", "plain=http://10.0.0.1:30000"], "non-loopback"),
+    (["sweep", "--systems", "plain"], "--target DIR is needed"),
+    (["sweep", "--systems", "eagle3", "--target", "/nonexistent-dir"], "not a directory"),
+    (["sweep", "--systems", "plain", "--attach", "eagle3=http://127.0.0.1:1"], "not in --systems"),
+    (["sweep", "--systems", "plain,plain", "--target", "/tmp"], "given twice"),
+    (["sweep", "--pattern", "zigzag"], "invalid choice"),
+    (["sweep", "--systems", "adaptive-spec:unknownvariant", "--target", "/tmp",
+      "--draft", "/tmp"], "unknown variant"),
+    (["sweep", "--systems", "plain", "--target", "/tmp", "--system-args", "junk"],
+     "bad --system-args"),
+    (["sweep", "--systems", "plain", "--target", "/tmp", "--time-budget-s", "0"],
+     "time-budget"),
+    (["plot", "/nonexistent/file.json"], "cannot read"),
+    (["table", "/nonexistent/file.json"], "cannot read"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_bad_input_one_line_exit_2(cli_cmd, args, expect):
+    r = run_cli(cli_cmd, *args)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    err = r.stderr.strip()
+    assert "Traceback" not in err
+    assert len(err.splitlines()) == 1, err
+    assert expect in err, err
+
+
+def test_no_subcommand_and_help(cli_cmd):
+    r = run_cli(cli_cmd)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    r = run_cli(cli_cmd, "sweep", "--help")
+    assert r.returncode == 0 and "--concurrency" in r.stdout
+
+
+def test_plot_of_a_non_result_file(tmp_path, cli_cmd):
+    p = tmp_path / "x.json"
+    p.write_text('{"schema": "something-else"}')
+    r = run_cli(cli_cmd, "plot", str(p))
+    assert r.returncode == 2 and "not an adaptive-spec-bench/1 result" in r.stderr
+
+
+def test_models_subcommand_forwards_argv(monkeypatch):
+    import types
+
+    seen = {}
+    mod = types.ModuleType("adaptive_spec.bench.models")
+
+    def main(argv):
+        seen["argv"] = argv
+        return 0
+
+    mod.main = main
+    monkeypatch.setitem(sys.modules, "adaptive_spec.bench.models", mod)
+    assert cli.main(["models", "--out", "/tmp/x", "--dial", "0.7"]) == 0
+    assert seen["argv"] == ["--out", "/tmp/x", "--dial", "0.7"]
+
+
+def test_plot_and_table_of_written_result(tmp_path, fake_env, model_dirs, cli_cmd):
+    pytest.importorskip("matplotlib")
+    t, d = model_dirs
+    out = tmp_path / "2026-11-29-small.json"
+    rc = cli.main(["sweep", "--target", str(t), "--systems", "plain", "--concurrency", "1,2",
+                   "--new-tokens", "8", "--out", str(out), "--no-plot", *FAST])
+    assert rc == 0
+    r = run_cli(cli_cmd, "plot", str(out))
+    assert r.returncode == 0, r.stderr
+    png = Path(str(out)[:-5] + ".png")
+    assert png.exists() and png.read_bytes()[:4] == b"\x89PNG"
+    r = run_cli(cli_cmd, "table", str(out))
+    assert r.returncode == 0 and "plain" in r.stdout

@@ -1,0 +1,156 @@
+"""Our hooks against real SGLang 0.5.16 objects (CPU: no model runs)."""
+
+import types
+
+import pytest
+import torch
+
+from adaptive_spec.config import ENV_VAR, AdaptiveSpecConfig
+from adaptive_spec.sglang_plugin import state
+from adaptive_spec.sglang_plugin.hooks_scheduler import (
+    after_get_next_batch_to_run,
+    after_resolve_spec_v2_tokens,
+    snapshot_from_scheduler,
+)
+from adaptive_spec.sglang_plugin.hooks_worker import PolicyParams, after_eagle_worker_init
+
+
+@pytest.fixture(autouse=True)
+def fresh_controller():
+    state.reset_for_tests()
+    yield
+    state.reset_for_tests()
+
+
+def make_req(rid, prompt_len):
+    from sglang.srt.managers.schedule_batch import Req
+    from sglang.srt.sampling.sampling_params import SamplingParams
+
+    return Req(rid, "", list(range(1, prompt_len + 1)), SamplingParams(max_new_tokens=16))
+
+
+def make_scheduler(running, waiting_lens, pool=1000, used=300):
+    """A real Scheduler object carrying the state our hook reads (nothing else is set up)."""
+    from sglang.srt.managers.schedule_batch import ScheduleBatch
+    from sglang.srt.managers.scheduler import Scheduler
+    from sglang.srt.mem_cache.allocator import TokenToKVPoolAllocator
+    from sglang.srt.mem_cache.cache_init_params import CacheInitParams
+    from sglang.srt.mem_cache.chunk_cache import ChunkCache
+
+    sched = Scheduler.__new__(Scheduler)
+    sched.running_batch = ScheduleBatch(reqs=[make_req(f"run{i}", 8) for i in range(running)])
+    sched.waiting_queue = [make_req(f"wait{i}", n) for i, n in enumerate(waiting_lens)]
+    sched.token_to_kv_pool_allocator = TokenToKVPoolAllocator(pool, torch.bfloat16, "cpu", None, False)
+    sched.token_to_kv_pool_allocator.alloc(used)
+    sched.tree_cache = ChunkCache(
+        CacheInitParams(disable=True, req_to_token_pool=None, token_to_kv_pool_allocator=sched.token_to_kv_pool_allocator, page_size=1)
+    )
+    sched.max_total_num_tokens = pool
+    sched.forward_ct = 77
+    return sched
+
+
+def test_snapshot_from_real_scheduler_state():
+    snap = snapshot_from_scheduler(make_scheduler(running=5, waiting_lens=[10, 20, 30]))
+    assert (snap.running, snap.waiting, snap.waiting_tokens) == (5, 3, 60)
+    assert (snap.kv_used, snap.kv_total, snap.forward_ct) == (300, 1000, 77)
+    assert snap.kv_usage == pytest.approx(0.3)
+
+
+class FakeWorker:
+    """Stands in for EAGLEWorkerV2's GPU side: records which runtime state is applied."""
+
+    def __init__(self, steps):
+        self.speculative_num_steps = steps
+        self.applied = []
+        self._target_worker = types.SimpleNamespace(tp_rank=0)
+
+    def build_adaptive_runtime_state(self, speculative_num_steps, speculative_num_draft_tokens, cuda_graph_bs=None):
+        from sglang.srt.speculative.adaptive_runtime_state import SpecRuntimeState
+
+        return SpecRuntimeState(
+            speculative_num_steps=speculative_num_steps,
+            speculative_num_draft_tokens=speculative_num_draft_tokens,
+            draft_attn_backend=None, cuda_graph_runner=None, target_attn_backend=None, target_graph_runner=None,
+            draft_extend_attn_backend=None, cuda_graph_runner_for_draft_extend=None,
+        )  # fmt: skip
+
+    def apply_runtime_state(self, st):
+        if st.speculative_num_steps == self.speculative_num_steps:
+            return  # as EAGLEWorkerV2.apply_runtime_state does
+        self.speculative_num_steps = st.speculative_num_steps
+        self.applied.append(st.speculative_num_steps)
+
+
+def install(monkeypatch, cfg):
+    """What happens in a scheduler process: SGLang builds its controller, our hook swaps the policy."""
+    from sglang.srt.speculative.adaptive_runtime_state import AdaptiveController
+
+    monkeypatch.setenv(ENV_VAR, cfg.to_json())
+    worker = FakeWorker(cfg.max_steps)
+    worker.adaptive_controller = AdaptiveController(worker, config_path=None)
+    after_eagle_worker_init(None, worker)
+    worker.adaptive_controller.init_states(cuda_graph_bs=[1, 2, 4, 8, 16, 32, 64])
+    return worker
+
+
+def test_policy_replaces_sglang_decisions_in_the_real_controller(monkeypatch):
+    from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
+
+    worker = install(monkeypatch, AdaptiveSpecConfig(threshold=16, hysteresis=4, queue_threshold=None))
+    ctl = state.get_controller()
+    assert isinstance(worker.adaptive_controller.params, PolicyParams)
+    assert sorted(worker.adaptive_controller._states) == [0, 3]  # states built for our candidates only
+    # The real EAGLEWorkerV2 per-step hook point, called as SGLang calls it.
+    for bs in [1, 8, 15, 16, 40, 13, 12, 11, 1]:
+        EAGLEWorkerV2.activate_step_by_batch(worker, bs)
+    assert worker.applied == [0, 3]  # off at 16, back on below 16-4
+    assert ctl.steps_histogram == {3: 5, 0: 4}  # 16, 40, 13, 12 off (back on below 12)
+
+
+def test_scheduler_and_result_hooks_feed_the_controller(monkeypatch):
+    from sglang.srt.managers.schedule_batch import ScheduleBatch
+    from sglang.srt.managers.utils import GenerationBatchResult
+    from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
+
+    worker = install(monkeypatch, AdaptiveSpecConfig(threshold=64, queue_threshold=2, min_accept_len=1.5, accept_ema_alpha=1.0))
+    ctl = state.get_controller()
+    # Queue depth comes from the scheduler, not from the batch.
+    after_get_next_batch_to_run(None, make_scheduler(running=2, waiting_lens=[5, 5, 5]))
+    EAGLEWorkerV2.activate_step_by_batch(worker, 2)
+    assert ctl.last.reason == "queue" and worker.speculative_num_steps == 0
+    after_get_next_batch_to_run(None, make_scheduler(running=2, waiting_lens=[]))
+    EAGLEWorkerV2.activate_step_by_batch(worker, 2)
+    assert worker.speculative_num_steps == 3
+    # A result that ran with 3 steps arrives (one iteration late): all drafts rejected.
+    batch = ScheduleBatch(reqs=[make_req("a", 4), make_req("b", 4)])
+    result = GenerationBatchResult(speculative_num_draft_tokens=4, num_correct_drafts_per_req_cpu=[0, 0])
+    after_resolve_spec_v2_tokens([], None, result, batch)
+    # A result from an off step carries no acceptance information and is ignored.
+    after_resolve_spec_v2_tokens([], None, GenerationBatchResult(speculative_num_draft_tokens=1, num_correct_drafts_per_req_cpu=[0, 0]), batch)
+    assert ctl.acceptance.ema_accept_len == 1.0 and ctl.acceptance.samples == 1
+    EAGLEWorkerV2.on_verify_complete_cpu(worker, [0, 0], batch_size=2)  # SGLang's own call: no switch
+    EAGLEWorkerV2.activate_step_by_batch(worker, 2)
+    EAGLEWorkerV2.activate_step_by_batch(worker, 2)
+    assert ctl.last.reason == "acceptance" and worker.speculative_num_steps == 0
+
+
+def test_hook_errors_fall_back_without_raising(monkeypatch):
+    from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
+
+    worker = install(monkeypatch, AdaptiveSpecConfig(threshold=4, fallback="static"))
+    ctl = state.get_controller()
+    after_get_next_batch_to_run(None, object())  # not a scheduler: the hook must not raise
+    assert ctl.fallback_reason.startswith("scheduler snapshot hook")
+    for bs in (1, 100):
+        EAGLEWorkerV2.activate_step_by_batch(worker, bs)
+        assert worker.speculative_num_steps == 3  # static speculation from now on
+    assert ctl.status()["decision"] == {"steps": 3, "reason": "fallback"}
+
+
+def test_worker_hook_is_inert_without_settings(monkeypatch):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    worker = FakeWorker(3)
+    worker.adaptive_controller = None
+    after_eagle_worker_init(None, worker)
+    assert state.get_controller() is None

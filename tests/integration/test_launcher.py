@@ -1,0 +1,149 @@
+"""The drop-in launcher against SGLang 0.5.16's real argument parser and ServerArgs."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from adaptive_spec.config import ENV_VAR, AdaptiveSpecConfig
+from adaptive_spec.sglang_plugin import launch
+from adaptive_spec.sglang_plugin.launch import UsageError, parse_args
+
+
+def eagle_args(target, draft, *extra):
+    return [
+        "--model-path", target, "--device", "cpu", "--skip-tokenizer-init", "--port", "31555",
+        "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", draft,
+        "--mem-fraction-static", "0.3", "--max-running-requests", "256", *extra,
+    ]  # fmt: skip
+
+
+def test_full_command_line_plus_ours(tiny_models):
+    target, draft = tiny_models
+    server_args, cfg = parse_args(
+        eagle_args(target, draft, "--speculative-num-steps", "3", "--adaptive-spec-threshold", "24",
+                   "--adaptive-spec-queue-threshold", "6", "--adaptive-spec-min-accept-len", "1.6",
+                   "--adaptive-spec-log-decisions")  # fmt: skip
+    )
+    assert cfg == AdaptiveSpecConfig(threshold=24, queue_threshold=6, min_accept_len=1.6, max_steps=3, log_decisions=True)
+    # SGLang's own settings came through unchanged ...
+    assert server_args.model_path == target and server_args.port == 31555
+    assert server_args.mem_fraction_static == 0.3 and server_args.max_running_requests == 256
+    assert server_args.speculative_algorithm == "EAGLE3"
+    # ... and its adaptive machinery is sized for our candidates, starting at the max.
+    assert server_args.speculative_adaptive is True
+    assert (server_args.speculative_num_steps, server_args.speculative_eagle_topk) == (3, 1)
+    assert server_args.speculative_num_draft_tokens == 4
+    with open(server_args.speculative_adaptive_config) as fh:
+        assert json.load(fh) == {"1": {"candidate_steps": [0, 3]}}
+
+
+def test_our_config_file_and_flags_merge(tiny_models, tmp_path):
+    target, draft = tiny_models
+    path = tmp_path / "as.json"
+    path.write_text(json.dumps({"threshold": 40, "hysteresis": 4, "max_steps": 5}))
+    _, cfg = parse_args(eagle_args(target, draft, "--adaptive-spec-config", str(path), "--adaptive-spec-threshold", "20"))
+    assert (cfg.threshold, cfg.hysteresis, cfg.max_steps) == (20, 4, 5)  # the flag wins
+
+
+def test_without_our_flags_it_is_sglang(tiny_models):
+    from sglang.srt.server_args import prepare_server_args
+
+    target, draft = tiny_models
+    argv = eagle_args(target, draft, "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4")
+    ours, cfg = parse_args(argv)
+    theirs = prepare_server_args(argv)
+    assert cfg is None and ours.speculative_adaptive is False
+    skip = {"speculative_adaptive_config", "random_seed", "model_config"}  # a fresh seed per parse; a cached object
+    diff = {k for k in vars(theirs) if k not in skip and getattr(ours, k) != getattr(theirs, k)}
+    assert diff == set()
+
+
+BAD = [
+    (["--adaptive-spec-threshold", "0"], "--adaptive-spec-threshold: must be >= 1"),
+    (["--adaptive-spec-threshold", "-4"], "--adaptive-spec-threshold: must be >= 1"),
+    (["--adaptive-spec-threshold", "many"], "argument --adaptive-spec-threshold: invalid int value"),
+    (["--adaptive-spec-queue-threshold", "0"], "--adaptive-spec-queue-threshold: must be >= 1"),
+    (["--adaptive-spec-queue-threshold", "x"], "--adaptive-spec-queue-threshold: must be an integer or 'off'"),
+    (["--adaptive-spec-min-accept-len", "abc"], "argument --adaptive-spec-min-accept-len: invalid float value"),
+    (["--adaptive-spec-policy", "fastest"], "--adaptive-spec-policy: unknown policy 'fastest'"),
+    (["--adaptive-spec-config", "/nonexistent/as.json"], "--adaptive-spec-config: file '/nonexistent/as.json' does not exist"),
+    (["--adaptive-spec-threshold", "8", "--adaptive-spec-hysteresis", "9"], "--adaptive-spec-hysteresis: 9 must be below"),
+    (["--speculative-eagle-topk", "4", "--adaptive-spec-threshold", "8"], "--speculative-eagle-topk: adaptive-spec drafts topk=1"),
+    (["--speculative-adaptive", "--adaptive-spec-threshold", "8"], "--speculative-adaptive: SGLang's built-in adaptive mode"),
+    (["--enable-two-batch-overlap", "--adaptive-spec-threshold", "8"], "--enable-two-batch-overlap: is not supported"),
+    (["--enable-pdmux", "--adaptive-spec-threshold", "8"], "--enable-pdmux: is not supported"),
+    (["--enable-dp-attention", "--adaptive-spec-threshold", "8"], "--enable-dp-attention: is not supported"),
+    (["--speculative-num-steps", "3", "--adaptive-spec-max-steps", "5"], "--adaptive-spec-max-steps: 5 conflicts"),
+    (["--adaptive-spec-force", "maybe"], "--adaptive-spec-force: must be 'off', 'on' or 'flap:N'"),
+]
+
+
+@pytest.mark.parametrize("extra, message", BAD, ids=[" ".join(b[0]) for b in BAD])
+def test_bad_input_one_line_exit_2(tiny_models, capsys, extra, message):
+    target, draft = tiny_models
+    with pytest.raises(SystemExit) as exit_info:
+        launch.main(eagle_args(target, draft, *extra))
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("adaptive-spec-server: error: ")
+    assert message in err[0]
+    assert ENV_VAR not in os.environ
+
+
+def test_adaptive_flags_without_eagle(tiny_models, capsys):
+    target, _ = tiny_models
+    with pytest.raises(SystemExit) as exit_info:
+        launch.main(["--model-path", target, "--device", "cpu", "--adaptive-spec-threshold", "8"])
+    assert exit_info.value.code == 2
+    assert "--speculative-algorithm: adaptive-spec needs EAGLE or EAGLE3 (got none)" in capsys.readouterr().err
+
+
+def test_bad_config_file_contents(tiny_models, tmp_path):
+    target, draft = tiny_models
+    for text, words in (("{oops", "not valid JSON"), ('{"threshold": 8, "turbo": 1}', "unknown key(s) turbo")):
+        path = tmp_path / "c.json"
+        path.write_text(text)
+        with pytest.raises(UsageError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            parse_args(eagle_args(target, draft, "--adaptive-spec-config", str(path)))
+
+
+def test_goodput_is_a_clear_error_until_it_exists(tiny_models):
+    target, draft = tiny_models
+    try:
+        from adaptive_spec.policy import goodput  # noqa: F401
+    except ImportError:
+        with pytest.raises(UsageError, match="goodput is not available"):
+            parse_args(eagle_args(target, draft, "--adaptive-spec-policy", "goodput"))
+    else:
+        _, cfg = parse_args(eagle_args(target, draft, "--adaptive-spec-policy", "goodput"))
+        assert cfg.policy == "goodput"
+
+
+def run_cli(*args, timeout=120):
+    return subprocess.run(
+        [sys.executable, "-m", "adaptive_spec.launch_server", *args],
+        capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def test_help_lists_our_group_and_sglang_flags():
+    proc = run_cli("--help")
+    assert proc.returncode == 0
+    assert "adaptive-spec:" in proc.stdout
+    for flag in ("--adaptive-spec-threshold", "--adaptive-spec-queue-threshold", "--adaptive-spec-hysteresis",
+                 "--adaptive-spec-min-accept-len", "--adaptive-spec-policy", "--adaptive-spec-max-steps",
+                 "--adaptive-spec-config", "--adaptive-spec-log-decisions", "--speculative-algorithm", "--model-path"):  # fmt: skip
+        assert flag in proc.stdout
+
+
+def test_real_process_exit_code_and_no_traceback(tiny_models):
+    target, draft = tiny_models
+    proc = run_cli(*eagle_args(target, draft, "--adaptive-spec-threshold", "zero"))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert lines == ["adaptive-spec-server: error: argument --adaptive-spec-threshold: invalid int value: 'zero'"]

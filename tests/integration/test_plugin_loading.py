@@ -1,0 +1,49 @@
+"""SGLang's own load_plugins() finds our entry point in a spawned process and hooks real classes."""
+
+import multiprocessing as mp
+import os
+
+import pytest
+
+from adaptive_spec.config import ENV_VAR, AdaptiveSpecConfig
+
+from .spawn_probe import probe
+
+
+def run_probe(env_value):
+    ctx = mp.get_context("spawn")  # SGLang spawns its scheduler processes
+    old = os.environ.get(ENV_VAR)
+    try:
+        if env_value is None:
+            os.environ.pop(ENV_VAR, None)
+        else:
+            os.environ[ENV_VAR] = env_value
+        queue = ctx.Queue()
+        proc = ctx.Process(target=probe, args=(queue,))
+        proc.start()
+        result = queue.get(timeout=240)
+        proc.join(timeout=60)
+        assert proc.exitcode == 0
+        return result
+    finally:
+        os.environ.pop(ENV_VAR, None)
+        if old is not None:
+            os.environ[ENV_VAR] = old
+
+
+def test_entry_point_is_declared():
+    from importlib.metadata import entry_points
+
+    names = {ep.name: ep.value for ep in entry_points(group="sglang.srt.plugins")}
+    assert names.get("adaptive_spec") == "adaptive_spec.sglang_plugin.plugin:register"
+
+
+def test_spawned_scheduler_process_gets_our_hooks():
+    result = run_probe(AdaptiveSpecConfig(threshold=16).to_json())
+    assert result["patched"] == ["init", "next", "resolve"]
+    assert "sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2.__init__" in result["registry"]
+
+
+def test_without_our_settings_sglang_is_untouched():
+    result = run_probe(None)
+    assert result["patched"] == []

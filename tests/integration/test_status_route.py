@@ -1,0 +1,86 @@
+"""Our HTTP routes on a FastAPI app, with SGLang's scheduler RPC answered by real hooks.
+
+The tokenizer manager (which would talk to scheduler processes over ZMQ) is a named fake;
+what it forwards to is our real scheduler-side hooks and a real Controller.
+"""
+
+import types
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from adaptive_spec.config import AdaptiveSpecConfig
+from adaptive_spec.sglang_plugin import state, status
+
+
+class FakeTokenizerManager:
+    """Stands in for SGLang's TokenizerManager: calls the scheduler-side hooks in-process."""
+
+    async def get_internal_state(self):
+        ret = types.SimpleNamespace(internal_state={"max_running_requests": 8})
+        status.after_get_internal_state(ret, None)
+        return [ret.internal_state]
+
+    async def set_internal_state(self, req):
+        out = status.around_set_internal_state(lambda *a: pytest.fail("SGLang path taken"), None, req)
+        return [out.updated]
+
+
+@pytest.fixture
+def client(monkeypatch):
+    from sglang.srt.entrypoints import http_server
+
+    state.reset_for_tests()
+    state.init_controller(AdaptiveSpecConfig(threshold=32), rank=0)
+    monkeypatch.setattr(http_server, "_global_state", types.SimpleNamespace(tokenizer_manager=FakeTokenizerManager()), raising=False)
+    app = FastAPI()
+    status.install_routes(app)
+    yield TestClient(app)
+    state.reset_for_tests()
+
+
+def test_status_route_returns_json(client):
+    state.get_controller().decide(4)
+    body = client.get("/adaptive_spec/status").json()
+    assert body["steps"] == 3
+    assert body["steps_histogram"] == {"3": 1}
+    assert body["ranks"][0]["settings"]["threshold"] == 32
+
+
+def test_runtime_change_applies_and_bad_value_is_rejected(client):
+    ok = client.post("/adaptive_spec/config", json={"threshold": 8, "force": "flap:2", "reset_stats": True})
+    assert ok.status_code == 200 and ok.json()["ok"] is True
+    ctl = state.get_controller()
+    assert (ctl.cfg.threshold, ctl.cfg.force) == (8, "flap:2")
+    bad = client.post("/adaptive_spec/config", json={"threshold": -1})
+    assert bad.status_code == 400 and "--adaptive-spec-threshold: must be >= 1" in bad.json()["error"]
+    assert ctl.cfg.threshold == 8
+    fixed = client.post("/adaptive_spec/config", json={"max_steps": 5})
+    assert fixed.status_code == 400 and "cannot change max_steps" in fixed.json()["error"]
+    conflict = client.post("/adaptive_spec/config", json={"hysteresis": 8})  # not below threshold 8
+    assert conflict.status_code == 400
+    assert client.post("/adaptive_spec/config", content=b"{nope").status_code == 400
+
+
+def test_sglang_keys_still_reach_sglang():
+    from sglang.srt.managers.io_struct import SetInternalStateReq
+
+    called = []
+    status.around_set_internal_state(lambda *a: called.append(a), "sched", SetInternalStateReq(server_args={"pp_max_micro_batch_size": 4}))
+    assert len(called) == 1
+
+
+def test_policy_switch_only_to_built_step_counts(monkeypatch):
+    from sglang.srt.entrypoints import http_server
+
+    for started, switch_to, ok in (("goodput", "threshold", True), ("threshold", "goodput", False)):
+        state.reset_for_tests()
+        state.init_controller(AdaptiveSpecConfig(policy=started, max_steps=3), rank=0)
+        monkeypatch.setattr(http_server, "_global_state", types.SimpleNamespace(tokenizer_manager=FakeTokenizerManager()), raising=False)
+        app = FastAPI()
+        status.install_routes(app)
+        resp = TestClient(app).post("/adaptive_spec/config", json={"policy": switch_to})
+        assert (resp.status_code == 200) is ok, resp.json()
+        assert state.get_controller().cfg.policy == (switch_to if ok else started)
+    state.reset_for_tests()

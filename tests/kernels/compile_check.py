@@ -1,0 +1,65 @@
+"""Compile the chain-verify kernels for sm_90 and sm_120 without a GPU (Triton's own ptxas).
+
+Run as a script (TRITON_INTERPRET must be unset); prints one JSON line per kernel variant:
+{"arch", "kernel", "dtype", "shared", "forbidden"} where ``forbidden`` lists architecture-
+specific PTX found (tensor-memory, wgmma, TMA bulk copies, register reconfiguration).
+"""
+import json
+import os
+import sys
+
+os.environ.pop("TRITON_INTERPRET", None)
+
+import triton  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+from adaptive_spec.kernels import chain_verify as cv  # noqa: E402
+
+FORBIDDEN = ("tcgen05", "wgmma", "cp.async.bulk", "setmaxnreg", "elect.sync", "multimem")
+
+
+def _sig(fn, types, consts):
+    return {n: ("constexpr" if n in consts else types.get(n, "i32")) for n in fn.arg_names}
+
+
+def _compile(fn, types, consts, arch, num_warps):
+    src = ASTSource(fn=fn, signature=_sig(fn, types, consts), constexprs=consts)
+    k = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
+    ptx = k.asm["ptx"]
+    return k.metadata.shared, [w for w in FORBIDDEN if w in ptx]
+
+
+def main(archs):
+    i32p = "*i32"
+    greedy = {n: i32p for n in ("predicts_ptr", "accept_index_ptr", "accept_num_ptr",
+                                 "accept_lens_ptr", "part_key_ptr", "part_idx_ptr",
+                                 "counter_ptr", "stop_ptr")}
+    greedy.update(cand_ptr="*i64", stride_lr="i64", stride_cb="i64", stride_cs="i64")
+    samp = {n: i32p for n in ("predicts_ptr", "accept_index_ptr", "accept_num_ptr",
+                               "accept_lens_ptr", "row_tok_ptr", "buf_k_ptr", "counter_ptr",
+                               "stop_ptr", "topk_ptr")}
+    samp.update({n: "*fp32" for n in ("coins_ptr", "coins_final_ptr", "temp_ptr", "topp_ptr",
+                                      "minp_ptr", "dprob_ptr", "buf_v_ptr")})
+    samp.update(cand_ptr="*i64", stride_lr="i64", stride_cb="i64", stride_cs="i64",
+                stride_ub="i64", stride_us="i64", stride_qb="i64", stride_qs="i64",
+                thr_single="fp32", thr_acc="fp32")
+    for arch in archs:
+        for dt, blk, nw in (("*bf16", 2048, 8), ("*fp32", 1024, 4)):
+            shared, bad = _compile(cv._greedy_chain_kernel, dict(greedy, logits_ptr=dt),
+                                   dict(D_P2=4, NS_P2=8, BLOCK=blk, WRITE_LENS=True),
+                                   arch, nw)
+            print(json.dumps(dict(arch=arch, kernel="greedy", dtype=dt, shared=shared,
+                                  forbidden=bad)))
+        for dt, classic in (("*bf16", False), ("*fp16", True)):
+            consts = dict(D_P2=4, HAS_TEMP=True, HAS_TOPK=True, HAS_TOPP=True,
+                          HAS_MINP=True, CLASSIC=classic, WRITE_LENS=True, BLOCK=1024,
+                          CAP=128, CI=32)
+            shared, bad = _compile(cv._sample_chain_kernel, dict(samp, logits_ptr=dt), consts,
+                                   arch, 8)
+            print(json.dumps(dict(arch=arch, kernel="sampling" + ("-classic" if classic else ""),
+                                  dtype=dt, shared=shared, forbidden=bad)))
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or [90, 120])

@@ -1,0 +1,156 @@
+"""Goodput policy against a simulated server whose true costs we choose."""
+
+import random
+import threading
+
+import pytest
+
+from adaptive_spec.config import AdaptiveSpecConfig
+from adaptive_spec.controller import Controller
+from adaptive_spec.policy.goodput import GoodputPolicy, StepTimeTable, bucket_of
+from adaptive_spec.signals import AcceptanceStats, LoadSnapshot
+
+
+def true_step_s(bs, k):
+    """A decode step: weights read once (fixed), work per token (bs * (k+1)), draft steps."""
+    return 0.006 + 0.00004 * bs * (k + 1) + 0.0008 * k
+
+
+def true_goodput(bs, p, k):
+    return (1 + sum(p**j for j in range(1, k + 1))) / true_step_s(bs, k)
+
+
+def true_best_k(bs, p, max_steps=3):
+    return max(range(max_steps + 1), key=lambda k: true_goodput(bs, p, k))
+
+
+def simulate(ctl, bs, p, steps, rng, noise=0.02):
+    """Run `steps` decode steps at batch size bs with per-draft acceptance p; result of step
+    i is fed back after the decision of step i+1 (overlap scheduler)."""
+    pending = None
+    chosen = []
+    for _ in range(steps):
+        ctl.on_snapshot(LoadSnapshot(running=bs))
+        k = ctl.decide(bs).steps
+        chosen.append(k)
+        if pending is not None:
+            ctl.on_result(*pending[:2])
+            ctl.policy.observe_step_time(bs, pending[0], pending[2])
+        correct = []
+        for _ in range(bs):
+            c = 0
+            while c < k and rng.random() < p:
+                c += 1
+            correct.append(c)
+        pending = (k, correct, true_step_s(bs, k) * (1 + rng.uniform(-noise, noise)))
+    return chosen
+
+
+def make_ctl(**kw):
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3, **kw))
+    ctl.timer.tick = lambda steps, now=None: None  # times come from the simulation only
+    return ctl
+
+
+@pytest.mark.parametrize("bs, p", [(1, 0.9), (8, 0.7), (64, 0.7), (128, 0.7), (256, 0.9), (32, 0.0), (2, 0.5)])
+def test_learns_the_best_step_count_online(bs, p):
+    best = true_goodput(bs, p, true_best_k(bs, p))
+    ctl = make_ctl()
+    chosen = simulate(ctl, bs, p, 1500, random.Random(1))
+    tail = chosen[-300:]
+    # Probes end once every k has enough samples; then the choice is within the switch
+    # margin (3%) of the true optimum, and it does not flap.
+    assert len(set(tail)) == 1, {k: tail.count(k) for k in set(tail)}
+    assert true_goodput(bs, p, tail[0]) >= 0.97 * best
+
+
+def test_picks_intermediate_steps_in_the_crossover():
+    # At bs 64, p 0.7 neither 0 nor the max is best in this cost model.
+    assert true_best_k(64, 0.7) in (1, 2)
+    ctl = make_ctl()
+    chosen = simulate(ctl, 64, 0.7, 1500, random.Random(2))
+    assert max(set(chosen[-200:]), key=chosen[-200:].count) == true_best_k(64, 0.7)
+
+
+def test_expected_tokens_per_position():
+    acc = AcceptanceStats()
+    acc.observe(3, [3, 1, 0, 2])  # per position: 3/4, 2/3, 1/2
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    e = pol.expected_tokens(acc)
+    assert e[0] == 1.0
+    assert e[1] == pytest.approx(1 + 0.75)
+    assert e[3] == pytest.approx(1 + 0.75 + 0.75 * (2 / 3) + 0.75 * (2 / 3) * 0.5)
+
+
+def test_slo_restricts_to_steps_meeting_tpot():
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3, tpot_slo_ms=5.0))
+    for k, t in enumerate([0.010, 0.012, 0.014, 0.016]):
+        for _ in range(10):
+            pol.observe_step_time(16, k, t)
+    pol.table.sync(lambda v: v)
+    acc = AcceptanceStats()
+    for _ in range(20):
+        acc.observe(3, [3] * 8)  # always right: E_k = k + 1
+    d = pol.decide(LoadSnapshot(running=16), acc)
+    # TPOT t/E: 10, 6, 4.67, 4 ms -> k 2 and 3 meet 5 ms; k 3 has the higher goodput.
+    assert (d.steps, d.reason) == (3, "slo")
+    pol2 = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3, tpot_slo_ms=1.0))
+    pol2.table = pol.table
+    assert pol2.decide(LoadSnapshot(running=16), acc).reason == "cost_model"  # none meets 1 ms
+
+
+def test_table_estimates_unmeasured_cells_from_neighbours():
+    table = StepTimeTable(max_steps=3)
+    table.record(8, 0, 0.010)
+    table.record(8, 3, 0.020)
+    table.record(64, 0, 0.030)
+    table.sync(lambda v: v)
+    assert table.estimate(bucket_of(8), 3) == pytest.approx(0.020)
+    # bucket 64 has k=0 only: scaled by the ratio measured at bucket 8.
+    assert table.estimate(bucket_of(64), 3) == pytest.approx(0.030 * 2.0)
+    assert table.estimate(bucket_of(64), 1) is None or table.estimate(bucket_of(64), 1) > 0
+
+
+def test_every_rank_makes_the_same_decisions_from_different_local_timings():
+    """Simulated TP ranks: same batches and acceptance (rank-identical), different measured
+    times (noise, one rank 10% slower); the reducer is an all-reduce mean across them."""
+    ranks = 3
+    barrier = threading.Barrier(ranks)
+    slots = [None] * ranks
+    out = [None] * ranks
+
+    def make_reducer(r):
+        def reduce_mean(values):
+            slots[r] = list(values)
+            barrier.wait(timeout=30)
+            merged = [sum(col) / ranks for col in zip(*slots)]
+            barrier.wait(timeout=30)
+            return merged
+
+        return reduce_mean
+
+    def run(r):
+        ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3), rank=r, reducer=make_reducer(r))
+        ctl.timer.tick = lambda steps, now=None: None
+        acc_rng, time_rng = random.Random(7), random.Random(100 + r)  # acceptance identical, timings not
+        chosen, pending = [], None
+        for step in range(1200):
+            bs = 16 if step < 600 else 128
+            k = ctl.decide(bs).steps
+            chosen.append(k)
+            if pending:
+                ctl.on_result(pending[0], pending[1])
+                ctl.policy.observe_step_time(bs, pending[0], pending[2])
+            correct = [sum(1 for _ in range(k) if acc_rng.random() < 0.8) for _ in range(bs)]
+            skew = 1.1 if r == 2 else 1.0
+            pending = (k, correct, skew * true_step_s(bs, k) * (1 + time_rng.uniform(-0.05, 0.05)))
+        out[r] = chosen
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(ranks)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert all(o is not None for o in out)
+    assert out[0] == out[1] == out[2]
+    assert len(set(out[0])) > 1  # it did adapt between the two loads

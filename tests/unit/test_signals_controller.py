@@ -1,0 +1,89 @@
+import logging
+
+from adaptive_spec.config import AdaptiveSpecConfig
+from adaptive_spec.controller import Controller, DecisionLog
+from adaptive_spec.policy import Decision
+from adaptive_spec.signals import AcceptanceStats, LoadSnapshot
+
+
+def test_acceptance_is_attributed_to_the_steps_the_batch_ran_with():
+    acc = AcceptanceStats(ema_alpha=1.0)
+    acc.observe(0, [0, 0])  # an off-step result: no drafting, nothing to learn
+    assert acc.ema_accept_len is None and acc.samples == 0
+    acc.observe(3, [3, 1, 0, 2])
+    assert acc.ema_accept_len == 1 + 6 / 4
+    assert acc.pos_tries == [4, 3, 2]
+    assert acc.pos_hits == [3, 2, 1]
+    assert acc.per_position() == [0.75, 2 / 3, 0.5]
+    assert acc.draft_accept_rate == 6 / 12
+
+
+def test_controller_uses_scheduler_queue_and_worker_batch_size():
+    ctl = Controller(AdaptiveSpecConfig(threshold=16, queue_threshold=2))
+    ctl.on_snapshot(LoadSnapshot(running=3, waiting=0))
+    assert ctl.decide(batch_size=4).steps == 3
+    assert ctl.decide(batch_size=16).steps == 0  # worker's batch size is authoritative
+    ctl2 = Controller(AdaptiveSpecConfig(threshold=16, queue_threshold=2))
+    ctl2.on_snapshot(LoadSnapshot(running=1, waiting=5))
+    assert ctl2.decide(batch_size=1) == Decision(0, "queue")
+    status = ctl2.status()
+    assert status["decision"] == {"steps": 0, "reason": "queue"}
+    assert status["load"]["waiting"] == 5
+
+
+class Boom:
+    max_steps = 3
+
+    def decide(self, snap, acc):
+        raise RuntimeError("injected")
+
+
+def test_policy_failure_falls_back_once_and_keeps_deciding(caplog):
+    for fallback, steps in (("static", 3), ("plain", 0)):
+        ctl = Controller(AdaptiveSpecConfig(fallback=fallback))
+        ctl.policy = Boom()
+        with caplog.at_level(logging.ERROR, logger="adaptive_spec"):
+            caplog.clear()
+            got = [ctl.decide(1) for _ in range(5)]
+        assert all(d == Decision(steps, "fallback") for d in got)
+        assert len([r for r in caplog.records if "falling back" in r.message]) == 1
+        assert "injected" in ctl.status()["fallback"]
+
+
+def test_out_of_range_choice_is_a_failure():
+    class TooMany:
+        max_steps = 3
+
+        def decide(self, snap, acc):
+            return Decision(9, "idle")
+
+    ctl = Controller(AdaptiveSpecConfig())
+    ctl.policy = TooMany()
+    assert ctl.decide(1) == Decision(3, "fallback")
+
+
+def test_decision_log_one_line_per_change_and_rate_limited():
+    now = [0.0]
+    log = DecisionLog(True, per_second=10, clock=lambda: now[0])
+    ctl = Controller(AdaptiveSpecConfig(threshold=4, hysteresis=0, queue_threshold=None, log_decisions=True))
+    ctl.log = log
+    for bs in [1, 1, 1, 5, 5, 5]:  # two changes: None->3, 3->0
+        now[0] += 1.0
+        ctl.decide(bs)
+    assert len(log.lines) == 2
+    assert "steps=None->3" in log.lines[0] and "steps=3->0 reason=threshold" in log.lines[1]
+    for bs in [1, 5] * 20:  # 40 changes within 0.4 s: rate limit keeps ~5
+        now[0] += 0.01
+        ctl.decide(bs)
+    assert 2 < len(log.lines) <= 2 + 5
+    assert ctl.switches == 1 + 40
+
+
+def test_listener_errors_do_not_break_decisions():
+    ctl = Controller(AdaptiveSpecConfig())
+    seen = []
+    ctl.listeners.append(lambda d, s: seen.append(d.steps))
+    ctl.listeners.append(lambda d, s: 1 / 0)
+    assert ctl.decide(1).steps == 3
+    assert ctl.decide(1).steps == 3
+    assert seen == [3, 3] and len(ctl.listeners) == 1

@@ -1,0 +1,99 @@
+from adaptive_spec.config import AdaptiveSpecConfig
+from adaptive_spec.policy import ForcedPolicy, make_policy
+from adaptive_spec.policy.threshold import ThresholdPolicy
+from adaptive_spec.signals import AcceptanceStats, LoadSnapshot
+
+
+def snap(running, waiting=0):
+    return LoadSnapshot(running=running, waiting=waiting)
+
+
+def run(policy, runnings, acc=None, waiting=0):
+    acc = acc or AcceptanceStats()
+    return [policy.decide(snap(r, waiting), acc) for r in runnings]
+
+
+def test_boundary_at_threshold_uses_max_steps():
+    policy = ThresholdPolicy(AdaptiveSpecConfig(threshold=32, max_steps=5, queue_threshold=None))
+    below, at = run(policy, [31, 32])
+    assert (below.steps, below.reason) == (5, "idle")
+    assert (at.steps, at.reason) == (0, "threshold")
+
+
+def test_hysteresis_no_flapping_at_the_boundary():
+    cfg = AdaptiveSpecConfig(threshold=32, hysteresis=8, queue_threshold=None)
+    policy = ThresholdPolicy(cfg)
+    # Oscillate around the threshold: once off, stays off until clearly below 32-8.
+    decisions = run(policy, [30, 32, 31, 33, 30, 25, 31, 24, 23, 31, 32])
+    steps = [d.steps for d in decisions]
+    assert steps == [3, 0, 0, 0, 0, 0, 0, 0, 3, 3, 0]
+    switches = sum(1 for a, b in zip(steps, steps[1:]) if a != b)
+    assert switches == 3
+
+
+def test_without_hysteresis_it_would_flap():
+    policy = ThresholdPolicy(AdaptiveSpecConfig(threshold=32, hysteresis=0, queue_threshold=None))
+    steps = [d.steps for d in run(policy, [31, 32, 31, 32])]
+    assert steps == [3, 0, 3, 0]
+
+
+def test_queue_threshold_turns_drafting_off_at_small_batch():
+    cfg = AdaptiveSpecConfig(threshold=64, queue_threshold=4)
+    policy = ThresholdPolicy(cfg)
+    acc = AcceptanceStats()
+    assert policy.decide(snap(2, waiting=3), acc).steps == 3
+    d = policy.decide(snap(2, waiting=4), acc)
+    assert (d.steps, d.reason) == (0, "queue")
+    # queue hysteresis: back on only when the queue is empty (4 - 3 = 1 is still off)
+    assert policy.decide(snap(2, waiting=1), acc).steps == 0
+    assert policy.decide(snap(2, waiting=0), acc).steps == 3
+
+
+def test_queue_check_disabled():
+    policy = ThresholdPolicy(AdaptiveSpecConfig(threshold=64, queue_threshold=None))
+    assert policy.decide(snap(2, waiting=1000), AcceptanceStats()).steps == 3
+
+
+def test_acceptance_floor_and_bounded_reprobe():
+    cfg = AdaptiveSpecConfig(
+        threshold=64, queue_threshold=None, min_accept_len=1.5, reprobe_interval=10, reprobe_steps=2, accept_ema_alpha=1.0
+    )
+    policy = ThresholdPolicy(cfg)
+    acc = AcceptanceStats(ema_alpha=1.0)
+    acc.observe(3, [0, 0, 0, 0])  # accept length 1.0: every draft wrong
+    decisions = [policy.decide(snap(1), acc) for _ in range(30)]
+    on = [i for i, d in enumerate(decisions) if d.steps > 0]
+    # Re-probes at steps 0,1 / 10,11 / 20,21 only; everything else off for acceptance.
+    assert on == [0, 1, 10, 11, 20, 21]
+    assert {d.reason for d in decisions if d.steps == 0} == {"acceptance"}
+    assert {d.reason for d in decisions if d.steps > 0} == {"reprobe"}
+    # The draft became good: a re-probe measures it and drafting stays on.
+    acc.observe(3, [3, 3, 3, 3])
+    after = [policy.decide(snap(1), acc) for _ in range(5)]
+    assert all(d.steps == 3 and d.reason == "idle" for d in after)
+
+
+def test_no_acceptance_yet_means_drafting_on():
+    policy = ThresholdPolicy(AdaptiveSpecConfig(min_accept_len=2.0, queue_threshold=None))
+    assert policy.decide(snap(1), AcceptanceStats()).steps == 3
+
+
+def test_load_wins_over_reprobe():
+    cfg = AdaptiveSpecConfig(threshold=8, queue_threshold=None, min_accept_len=1.5, reprobe_interval=2, reprobe_steps=1)
+    policy = ThresholdPolicy(cfg)
+    acc = AcceptanceStats(ema_alpha=1.0)
+    acc.observe(3, [0])
+    assert all(policy.decide(snap(100), acc).reason == "threshold" for _ in range(6))
+
+
+def test_forced_patterns():
+    acc = AcceptanceStats()
+    assert [ForcedPolicy("flap", 1, 3).decide(snap(1), acc).steps for _ in range(1)] == [3]
+    flap1 = ForcedPolicy("flap", 1, 3)
+    assert [flap1.decide(snap(1), acc).steps for _ in range(4)] == [3, 0, 3, 0]
+    flap2 = ForcedPolicy("flap", 2, 3)
+    assert [flap2.decide(snap(1), acc).steps for _ in range(6)] == [3, 3, 0, 0, 3, 3]
+    off = make_policy(AdaptiveSpecConfig(force="off"))
+    assert off.decide(snap(1), acc).steps == 0
+    on = make_policy(AdaptiveSpecConfig(force="on", max_steps=2))
+    assert on.decide(snap(500), acc).steps == 2
