@@ -77,13 +77,15 @@ class Controller:
     def on_snapshot(self, snap: LoadSnapshot) -> None:
         self.snapshot = snap
 
-    def on_result(self, steps: int, correct_drafts_per_req: Sequence[int]) -> None:
-        """A decode result reached the CPU; `steps` is what that batch ran with."""
+    def on_result(self, steps: int, correct_drafts_per_req: Sequence[int], mode: Optional[str] = None) -> None:
+        """A decode result reached the CPU; `steps` is what that batch ran with, `mode` how
+        the worker ran it (off / catchup / on). A catch-up step runs SGLang's slower 0-step
+        path once to warm the draft: it is not a sample of the 0-step cost."""
         try:
             self.acceptance.observe(steps, correct_drafts_per_req)
             dt = self.timer.tick(steps)
             observe = getattr(self.policy, "observe_step_time", None)
-            if dt is not None and observe is not None:
+            if dt is not None and observe is not None and mode != "catchup":
                 observe(len(correct_drafts_per_req), steps, dt)
         except Exception as exc:  # never let bookkeeping take the server down
             self.fail(f"result hook: {exc!r}")
@@ -106,6 +108,7 @@ class Controller:
                     forward_ct=snap.forward_ct,
                     taken_at=snap.taken_at,
                 )
+                self.snapshot = snap  # what the decision (and its log line) saw
             try:
                 decision = self.policy.decide(snap, self.acceptance)
                 if not 0 <= decision.steps <= self.cfg.max_steps:

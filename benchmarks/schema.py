@@ -21,7 +21,7 @@ DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 NAME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}-[A-Za-z0-9][A-Za-z0-9._-]*\.json$")
 MAX_BYTES = 512 * 1024
 
-SCHEMAS = ("adaptive-spec-bench/1", "adaptive-spec-kernels/1", "adaptive-spec-dial/1",
+SCHEMAS = ("adaptive-spec-bench/1", "adaptive-spec-kernels/1", "adaptive-spec-dial/1", "adaptive-spec-decision-cost/1",
            "adaptive-spec-soak/1")
 WORKLOAD_KINDS = ("closed", "open", "step", "sawtooth", "bursty")
 
@@ -195,7 +195,9 @@ def _validate_dial(v: _V, d: dict):
         w = f"rows[{i}]"
         v.need(r, "mode", w, lambda x: x in ("greedy", "sampling"), "'greedy' or 'sampling'")
         v.need(r, "steps", w, lambda x: _is_int(x) and x >= 1, "int >= 1")
-        v.need(r, "requested", w, lambda x: _is_num(x) and 0 <= x <= 1, "number in [0, 1]")
+        # A calibration point (acceptance measured at a given temperature) has no request.
+        v.need(r, "requested", w, lambda x: _is_num(x) and 0 <= x <= 1, "number in [0, 1]",
+               nullable="temperature" in r)
         v.need(r, "measured", w, lambda x: _is_num(x) and 0 <= x <= 1, "number in [0, 1]",
                nullable=True)
         v.need(r, "mean_accept_len", w, lambda x: _is_num(x) and x >= 0, "number >= 0",
@@ -216,7 +218,17 @@ def _validate_soak(v: _V, d: dict):
     v.need(d, "tp_size", "", lambda x: _is_int(x) and x >= 1, "int >= 1")
 
 
+def _validate_decision_cost(v: _V, d: dict):
+    _common(v, d, version_required=False)
+    for i, r in _rows(v, d):
+        w = f"rows[{i}]"
+        v.need(r, "policy", w, _str, "non-empty string")
+        v.need(r, "us_median", w, lambda x: _is_num(x) and x >= 0, "number >= 0")
+        v.need(r, "calls", w, lambda x: _is_int(x) and x > 0, "int > 0")
+
+
 VALIDATORS = {
+    "adaptive-spec-decision-cost/1": _validate_decision_cost,
     "adaptive-spec-bench/1": _validate_bench,
     "adaptive-spec-kernels/1": _validate_kernels,
     "adaptive-spec-dial/1": _validate_dial,

@@ -56,7 +56,6 @@ Triton's own small reduction scratch (a few KB of shared memory), well within sm
 
 from __future__ import annotations
 
-import math
 import threading
 from typing import Dict, Optional, Tuple
 
@@ -119,50 +118,62 @@ def _greedy_chain_kernel(
     NS,
     D_P2: tl.constexpr,
     NS_P2: tl.constexpr,
-    BLOCK: tl.constexpr,
+    U: tl.constexpr,
+    S: tl.constexpr,
     WRITE_LENS: tl.constexpr,
 ):
+    """Grid (B, NS).  A tile is [U, S] logits: each thread issues U independent vector loads,
+    the U axis is reduced inside the thread, and the next tile is loaded before the current
+    one is reduced (register double buffering), so many loads are in flight per program."""
     b = tl.program_id(0)
     s = tl.program_id(1)
     v_lo = s * SLICE
     v_hi = tl.minimum(v_lo + SLICE, V)
-    offs = tl.arange(0, BLOCK)
+    T: tl.constexpr = U * S
+    so = tl.arange(0, S)
+    offs = tl.arange(0, U)[:, None] * S + so[None, :]
+    jo = tl.arange(0, D_P2)
+    cand_vec = tl.load(cand_ptr + b * stride_cb + jo * stride_cs, mask=jo < D, other=-1)
+    cand_vec = cand_vec.to(tl.int32)
 
     go = tl.cast(1, tl.int32)
     for j in range(D):
-        if j > 0:
-            flag = tl.load(stop_ptr + b, volatile=True)
-            if flag < j:
-                go = 0
         if go != 0:
             row_ptr = logits_ptr + (b * D + j).to(tl.int64) * stride_lr
+            # scalar loads first, so that their latency hides behind the row's stream
+            has_d = j < D - 1
+            d = tl.sum(tl.where(jo == j + 1, cand_vec, 0), axis=0)
+            dval = has_d & (d >= 0) & (d < V)
+            xd = tl.load(row_ptr + tl.where(dval, d, 0)).to(tl.float32)
+            flag = tl.load(stop_ptr + b, volatile=True)  # decides the next row (stale is fine)
             idx = v_lo + offs
-            msk = idx < v_hi
-            best = tl.load(row_ptr + idx, mask=msk, other=float("-inf")).to(tl.float32)
-            bidx = tl.where(msk, idx, _BIG)
-            for start in range(v_lo + BLOCK, v_hi, BLOCK):
-                idx = start + offs
-                msk = idx < v_hi
-                x = tl.load(row_ptr + idx, mask=msk, other=float("-inf")).to(tl.float32)
-                # x > best, or x is the first NaN of this lane (NaN is the max, first one wins)
-                upd = (~(x <= best)) & (best == best)
-                best = tl.where(upd, x, best)
-                bidx = tl.where(upd, idx, bidx)
-            key = _key_nan(best)
-            kmax = tl.max(key, axis=0)
-            kidx = tl.min(tl.where(key == kmax, bidx, _BIG), axis=0)
+            x = tl.load(row_ptr + idx, mask=idx < v_hi, other=float("-inf"))
+            best_k = tl.full([S], -2147483648, tl.int32)
+            best_i = tl.full([S], _BIG, tl.int32)
+            for start in range(v_lo, v_hi, T):
+                idx_n = start + T + offs
+                x_n = tl.load(row_ptr + idx_n, mask=idx_n < v_hi, other=float("-inf"))
+                # masked elements read as -inf and have the largest indices of their lane,
+                # so with ties resolved to the left they never hide a real element
+                k = _key_nan(x.to(tl.float32))
+                bk, bu = tl.max(k, axis=0, return_indices=True, return_indices_tie_break_left=True)
+                upd = bk > best_k
+                best_k = tl.where(upd, bk, best_k)
+                best_i = tl.where(upd, start + bu * S + so, best_i)
+                x = x_n
+            kmax = tl.max(best_k, axis=0)
+            kidx = tl.min(tl.where(best_k == kmax, best_i, _BIG), axis=0)
             pofs = (b * NS + s) * D + j
             tl.store(part_key_ptr + pofs, kmax)
             tl.store(part_idx_ptr + pofs, kidx)
-            if j < D - 1:
-                d = tl.load(cand_ptr + b * stride_cb + (j + 1) * stride_cs).to(tl.int32)
-                dval = (d >= 0) & (d < V)
-                xd = tl.load(row_ptr + tl.where(dval, d, 0)).to(tl.float32)
+            if has_d:
                 kd = _key_nan(xd)
                 beaten = (kmax > kd) | ((kmax == kd) & (kidx < d))
                 if (~dval) | beaten:
                     tl.atomic_min(stop_ptr + b, j)
                     go = 0
+            if flag <= j:
+                go = 0
 
     # arrive; the last program of the request writes the outputs
     tl.debug_barrier()
@@ -170,11 +181,11 @@ def _greedy_chain_kernel(
     if old == NS - 1:
         stop = tl.load(stop_ptr + b, volatile=True)
         J = tl.minimum(stop, D - 1)
-        so = tl.arange(0, NS_P2)
-        smask = so < NS
-        pk = tl.load(part_key_ptr + (b * NS + so) * D + J, mask=smask, other=-2147483648,
+        sl = tl.arange(0, NS_P2)
+        smask = sl < NS
+        pk = tl.load(part_key_ptr + (b * NS + sl) * D + J, mask=smask, other=-2147483648,
                      volatile=True)
-        pi = tl.load(part_idx_ptr + (b * NS + so) * D + J, mask=smask, other=_BIG,
+        pi = tl.load(part_idx_ptr + (b * NS + sl) * D + J, mask=smask, other=_BIG,
                      volatile=True)
         kb = tl.max(pk, axis=0)
         bonus = tl.min(tl.where(pk == kb, pi, _BIG), axis=0)
@@ -206,13 +217,16 @@ def _write_outputs(cand_ptr, stride_cb, stride_cs, predicts_ptr, accept_index_pt
 
 @triton.jit
 def _search(rowp, invT, m, V, klo, khi, target, buf_k_ptr, buf_v_ptr,
-            MASS: tl.constexpr, BLOCK: tl.constexpr, CAP: tl.constexpr, CI: tl.constexpr):
+            MASS: tl.constexpr, U: tl.constexpr, S: tl.constexpr, CAP: tl.constexpr,
+            CI: tl.constexpr):
     """Smallest key tau of the row with  F(tau) < target, where F(k) is the count (MASS=False)
     or the mass sum exp(x - m) (MASS=True) of the tokens with key > k.
 
-    Invariant: F(klo) >= target > F(khi) ... i.e. tau in (klo, khi].  ``base`` is F(khi).
+    Invariant: F(klo) >= target > F(khi), i.e. tau in (klo, khi]; ``base`` is F(khi).
     """
+    BLOCK: tl.constexpr = U * S
     offs = tl.arange(0, BLOCK)
+    offs2 = tl.arange(0, U)[:, None] * S + tl.arange(0, S)[None, :]
     cnt = tl.cast(V, tl.int32)  # upper bound of the number of tokens in (klo, khi]
     base = tl.cast(0.0, tl.float32)
     nbase = tl.cast(0, tl.int32)
@@ -221,30 +235,32 @@ def _search(rowp, invT, m, V, klo, khi, target, buf_k_ptr, buf_v_ptr,
         p1 = (klo.to(tl.int64) + w // 4).to(tl.int32)
         p2 = (klo.to(tl.int64) + w // 2).to(tl.int32)
         p3 = (klo.to(tl.int64) + (3 * w) // 4).to(tl.int32)
-        c1 = tl.zeros([BLOCK], dtype=tl.int32)
-        c2 = tl.zeros([BLOCK], dtype=tl.int32)
-        c3 = tl.zeros([BLOCK], dtype=tl.int32)
-        ct = tl.zeros([BLOCK], dtype=tl.int32)
-        s1 = tl.zeros([BLOCK], dtype=tl.float32)
-        s2 = tl.zeros([BLOCK], dtype=tl.float32)
-        s3 = tl.zeros([BLOCK], dtype=tl.float32)
+        c1 = tl.zeros([S], dtype=tl.int32)
+        c2 = tl.zeros([S], dtype=tl.int32)
+        c3 = tl.zeros([S], dtype=tl.int32)
+        ct = tl.zeros([S], dtype=tl.int32)
+        s1 = tl.zeros([S], dtype=tl.float32)
+        s2 = tl.zeros([S], dtype=tl.float32)
+        s3 = tl.zeros([S], dtype=tl.float32)
+        x = tl.load(rowp + offs2, mask=offs2 < V, other=float("-inf"))
         for start in range(0, V, BLOCK):
-            idx = start + offs
-            msk = idx < V
-            x = tl.load(rowp + idx, mask=msk, other=float("-inf")).to(tl.float32) * invT
-            k = _key(x)
-            inb = msk & (k > klo) & (k <= khi)
-            # (no per-block "any token in the bracket?" test: a cross-warp reduction per block
+            idx_n = start + BLOCK + offs2
+            x_n = tl.load(rowp + idx_n, mask=idx_n < V, other=float("-inf"))
+            xf = x.to(tl.float32) * invT
+            k = _key(xf)
+            inb = ((start + offs2) < V) & (k > klo) & (k <= khi)
+            # (no per-tile "any token in the bracket?" test: a cross-warp reduction per tile
             # would serialise the loop; exp on every lane is cheaper)
             if MASS:
-                e = tl.where(inb, tl.exp(x - m), 0.0)
-                s1 += tl.where(k > p1, e, 0.0)
-                s2 += tl.where(k > p2, e, 0.0)
-                s3 += tl.where(k > p3, e, 0.0)
-            c1 += (inb & (k > p1)).to(tl.int32)
-            c2 += (inb & (k > p2)).to(tl.int32)
-            c3 += (inb & (k > p3)).to(tl.int32)
-            ct += inb.to(tl.int32)
+                e = tl.where(inb, tl.exp(xf - m), 0.0)
+                s1 += tl.sum(tl.where(k > p1, e, 0.0), axis=0)
+                s2 += tl.sum(tl.where(k > p2, e, 0.0), axis=0)
+                s3 += tl.sum(tl.where(k > p3, e, 0.0), axis=0)
+            c1 += tl.sum((inb & (k > p1)).to(tl.int32), axis=0)
+            c2 += tl.sum((inb & (k > p2)).to(tl.int32), axis=0)
+            c3 += tl.sum((inb & (k > p3)).to(tl.int32), axis=0)
+            ct += tl.sum(inb.to(tl.int32), axis=0)
+            x = x_n
         n1 = tl.sum(c1, axis=0)
         n2 = tl.sum(c2, axis=0)
         n3 = tl.sum(c3, axis=0)
@@ -327,23 +343,26 @@ def _search(rowp, invT, m, V, klo, khi, target, buf_k_ptr, buf_v_ptr,
 
 @triton.jit
 def _kept_mass(rowp, invT, m, V, tau, minp, d_excl,
-               USE_MINP: tl.constexpr, BLOCK: tl.constexpr):
+               USE_MINP: tl.constexpr, U: tl.constexpr, S: tl.constexpr):
     """(sum of exp(x - m) over the kept tokens, the same without token d_excl)."""
-    offs = tl.arange(0, BLOCK)
-    acc_all = tl.zeros([BLOCK], dtype=tl.float32)
-    acc_ex = tl.zeros([BLOCK], dtype=tl.float32)
+    BLOCK: tl.constexpr = U * S
+    offs2 = tl.arange(0, U)[:, None] * S + tl.arange(0, S)[None, :]
+    acc_all = tl.zeros([S], dtype=tl.float32)
+    acc_ex = tl.zeros([S], dtype=tl.float32)
+    x = tl.load(rowp + offs2, mask=offs2 < V, other=float("-inf"))
     for start in range(0, V, BLOCK):
-        idx = start + offs
-        msk = idx < V
-        x = tl.load(rowp + idx, mask=msk, other=float("-inf")).to(tl.float32) * invT
-        k = _key(x)
-        kept = msk & (k >= tau)
-        e = tl.exp(x - m)
+        idx_n = start + BLOCK + offs2
+        x_n = tl.load(rowp + idx_n, mask=idx_n < V, other=float("-inf"))
+        idx = start + offs2
+        xf = x.to(tl.float32) * invT
+        kept = (idx < V) & (_key(xf) >= tau)
+        e = tl.exp(xf - m)
         if USE_MINP:
             kept = kept & (e >= minp)
         e = tl.where(kept, e, 0.0)
-        acc_all += e
-        acc_ex += tl.where(idx == d_excl, 0.0, e)
+        acc_all += tl.sum(e, axis=0)
+        acc_ex += tl.sum(tl.where(idx == d_excl, 0.0, e), axis=0)
+        x = x_n
     return tl.sum(acc_all, axis=0), tl.sum(acc_ex, axis=0)
 
 
@@ -364,17 +383,20 @@ def _residual_weights(x, k, idx, msk, m, tau, minp, d_excl, inv_ek, qrow, USE_MI
 
 @triton.jit
 def _residual_sum(rowp, invT, m, V, tau, minp, inv_ek, qrow,
-                  USE_MINP: tl.constexpr, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
+                  USE_MINP: tl.constexpr, U: tl.constexpr, S: tl.constexpr):
+    BLOCK: tl.constexpr = U * S
+    offs2 = tl.arange(0, U)[:, None] * S + tl.arange(0, S)[None, :]
+    acc = tl.zeros([S], dtype=tl.float32)
+    x = tl.load(rowp + offs2, mask=offs2 < V, other=float("-inf"))
     for start in range(0, V, BLOCK):
-        idx = start + offs
-        msk = idx < V
-        x = tl.load(rowp + idx, mask=msk, other=float("-inf")).to(tl.float32) * invT
-        k = _key(x)
-        w, kept = _residual_weights(x, k, idx, msk, m, tau, minp, -1, inv_ek, qrow,
+        idx_n = start + BLOCK + offs2
+        x_n = tl.load(rowp + idx_n, mask=idx_n < V, other=float("-inf"))
+        idx = start + offs2
+        xf = x.to(tl.float32) * invT
+        w, kept = _residual_weights(xf, _key(xf), idx, idx < V, m, tau, minp, -1, inv_ek, qrow,
                                     USE_MINP, True)
-        acc += w
+        acc += tl.sum(w, axis=0)
+        x = x_n
     return tl.sum(acc, axis=0)
 
 
@@ -414,9 +436,10 @@ def _sample_row(
     coins_final_ptr, temp_ptr, topk_ptr, topp_ptr, minp_ptr, dprob_ptr, stride_qb, stride_qs,
     buf_k_ptr, buf_v_ptr, b, j, V, thr_single, thr_acc, D,
     HAS_TEMP: tl.constexpr, HAS_TOPK: tl.constexpr, HAS_TOPP: tl.constexpr,
-    HAS_MINP: tl.constexpr, CLASSIC: tl.constexpr, BLOCK: tl.constexpr, CAP: tl.constexpr,
-    CI: tl.constexpr,
+    HAS_MINP: tl.constexpr, CLASSIC: tl.constexpr, U: tl.constexpr, S: tl.constexpr,
+    CAP: tl.constexpr, CI: tl.constexpr,
 ):
+    BLOCK: tl.constexpr = U * S
     row = b * D + j
     rowp = logits_ptr + row.to(tl.int64) * stride_lr
     offs = tl.arange(0, BLOCK)
@@ -433,24 +456,27 @@ def _sample_row(
     # ---- pass 1: max, normaliser, count / mass above the draft token.  Lane-wise online
     # softmax (a running max per lane): no cross-warp reduction inside the loop, so the loads
     # of successive blocks overlap.
-    m_l = tl.full([BLOCK], float("-inf"), tl.float32)
-    z_l = tl.zeros([BLOCK], dtype=tl.float32)
-    a_l = tl.zeros([BLOCK], dtype=tl.float32)
-    n_l = tl.zeros([BLOCK], dtype=tl.int32)
+    m_l = tl.full([S], float("-inf"), tl.float32)
+    z_l = tl.zeros([S], dtype=tl.float32)
+    a_l = tl.zeros([S], dtype=tl.float32)
+    n_l = tl.zeros([S], dtype=tl.int32)
+    offs2 = tl.arange(0, U)[:, None] * S + tl.arange(0, S)[None, :]
+    x = tl.load(rowp + offs2, mask=offs2 < V, other=float("-inf"))
     for start in range(0, V, BLOCK):
-        idx = start + offs
-        msk = idx < V
-        x = tl.load(rowp + idx, mask=msk, other=float("-inf")).to(tl.float32) * invT
-        nm = tl.maximum(m_l, x)
+        idx_n = start + BLOCK + offs2
+        x_n = tl.load(rowp + idx_n, mask=idx_n < V, other=float("-inf"))
+        xf = x.to(tl.float32) * invT
+        nm = tl.maximum(m_l, tl.max(xf, axis=0))
         ms = tl.where(nm == float("-inf"), 0.0, nm)
         sc = tl.exp(m_l - ms)
-        e = tl.exp(x - ms)
-        z_l = z_l * sc + e
+        e = tl.exp(xf - ms[None, :])
+        z_l = z_l * sc + tl.sum(e, axis=0)
         if HAS_TOPP:
-            a_l = a_l * sc + tl.where(x > xd, e, 0.0)
+            a_l = a_l * sc + tl.sum(tl.where(xf > xd, e, 0.0), axis=0)
         if HAS_TOPK:
-            n_l += (x > xd).to(tl.int32)
+            n_l += tl.sum((xf > xd).to(tl.int32), axis=0)
         m_l = nm
+        x = x_n
     m = tl.max(m_l, axis=0)
     w_l = tl.where(m_l == float("-inf"), 0.0, tl.exp(m_l - m))
     z = tl.sum(z_l * w_l, axis=0)
@@ -501,8 +527,8 @@ def _sample_row(
         if HAS_TOPK:
             if use_k:
                 tau = _search(rowp, invT, m, V, tau - 1, khi0, topk, buf_k_ptr, buf_v_ptr,
-                              False, BLOCK, CAP, CI)
-                e_k, _unused = _kept_mass(rowp, invT, m, V, tau, 0.0, -1, False, BLOCK)
+                              False, U, S, CAP, CI)
+                e_k, _unused = _kept_mass(rowp, invT, m, V, tau, 0.0, -1, False, U, S)
         if HAS_TOPP:
             if use_p:
                 # tokens more than C below the max cannot be in the nucleus:
@@ -510,15 +536,15 @@ def _sample_row(
                 cut = m - (tl.log(V / (1.0 - topp)) + 1.0)
                 klo = tl.maximum(tau, _key(cut)) - 1
                 tau = _search(rowp, invT, m, V, klo, khi0, topp * e_k, buf_k_ptr, buf_v_ptr,
-                              True, BLOCK, CAP, CI)
+                              True, U, S, CAP, CI)
         d_excl = -1
         if not CLASSIC:
             d_excl = tl.where(dval, d, -1)
         if HAS_MINP:
-            e_kept, w_ex = _kept_mass(rowp, invT, m, V, tau, minp, d_excl, True, BLOCK)
+            e_kept, w_ex = _kept_mass(rowp, invT, m, V, tau, minp, d_excl, True, U, S)
             kept_d = dval & (_key(xd) >= tau) & ((~use_mp) | (ed >= minp))
         else:
-            e_kept, w_ex = _kept_mass(rowp, invT, m, V, tau, minp, d_excl, False, BLOCK)
+            e_kept, w_ex = _kept_mass(rowp, invT, m, V, tau, minp, d_excl, False, U, S)
             kept_d = dval & (_key(xd) >= tau)
         ppd = tl.where(kept_d, ed / e_kept, 0.0)
         if has_draft:
@@ -533,7 +559,7 @@ def _sample_row(
             if CLASSIC:
                 if has_draft:
                     r = _residual_sum(rowp, invT, m, V, tau, minp, inv_ek, qrow, HAS_MINP,
-                                      BLOCK)
+                                      U, S)
                     tok = _scan(rowp, invT, m, V, tau, minp, -1, inv_ek, qrow, u * r,
                                 HAS_MINP, True, BLOCK)
                 else:
@@ -554,7 +580,8 @@ def _sample_chain_kernel(
     B, V, thr_single, thr_acc, D,
     D_P2: tl.constexpr, HAS_TEMP: tl.constexpr, HAS_TOPK: tl.constexpr,
     HAS_TOPP: tl.constexpr, HAS_MINP: tl.constexpr, CLASSIC: tl.constexpr,
-    WRITE_LENS: tl.constexpr, BLOCK: tl.constexpr, CAP: tl.constexpr, CI: tl.constexpr,
+    WRITE_LENS: tl.constexpr, U: tl.constexpr, S: tl.constexpr, CAP: tl.constexpr,
+    CI: tl.constexpr,
 ):
     pid = tl.program_id(0)
     j = pid // B
@@ -571,7 +598,7 @@ def _sample_chain_kernel(
             stride_us, coins_final_ptr, temp_ptr, topk_ptr, topp_ptr, minp_ptr, dprob_ptr,
             stride_qb, stride_qs, buf_k_ptr + row.to(tl.int64) * CAP,
             buf_v_ptr + row.to(tl.int64) * CAP, b, j, V, thr_single, thr_acc,
-            D, HAS_TEMP, HAS_TOPK, HAS_TOPP, HAS_MINP, CLASSIC, BLOCK, CAP, CI)
+            D, HAS_TEMP, HAS_TOPK, HAS_TOPP, HAS_MINP, CLASSIC, U, S, CAP, CI)
         tl.store(row_tok_ptr + row, tok)
         if (acc == 0) & (j < D - 1):
             tl.atomic_min(stop_ptr + b, j)
@@ -662,6 +689,17 @@ def _outputs(bsz, d, device, predicts, accept_index, accept_token_num):
     return predicts, accept_index, accept_token_num
 
 
+def _tile(block_size: int, num_warps: int, elem_size: int, lanes: Optional[int]):
+    """(U, S) of a [U, S] tile of ``block_size`` elements: S lanes = one 16-byte vector per
+    thread, U vectors per thread per tile."""
+    if block_size & (block_size - 1):
+        raise ValueError("block_size must be a power of two")
+    if lanes is None:
+        lanes = num_warps * 32 * max(1, 16 // elem_size)
+    lanes = min(lanes, block_size)
+    return block_size // lanes, lanes
+
+
 def chain_verify_greedy(
     logits: torch.Tensor,
     candidates: torch.Tensor,
@@ -673,11 +711,17 @@ def chain_verify_greedy(
     block_size: Optional[int] = None,
     num_slices: Optional[int] = None,
     num_warps: Optional[int] = None,
+    lanes: Optional[int] = None,
+    programs_per_sm: float = 2.0,
 ):
     """Fused ``argmax`` + greedy chain verification (SGLang's ``verify_tree_greedy`` on a
     topk=1 chain).  ``logits`` [B*D, V] (fp32/fp16/bf16), ``candidates`` [B, D] integer (column 0
     the root, columns 1.. the drafts).  Returns ``(predicts, accept_index, accept_token_num)``;
     outputs passed in are written in place, ``accept_lens`` (optional) gets accept_token_num + 1.
+
+    Launch knobs: ``block_size`` (elements per tile, default 4 x 16 bytes per thread),
+    ``num_warps`` (4), ``num_slices`` (vocab slices per row; default: enough programs for
+    ``programs_per_sm`` per SM).
     """
     bsz, d = _check_common(logits, candidates)
     v = logits.shape[1]
@@ -686,14 +730,14 @@ def chain_verify_greedy(
                                                         accept_token_num)
     if bsz == 0:
         return predicts, accept_index, accept_token_num
-    if block_size is None:
-        block_size = 2048 if logits.element_size() == 2 else 1024
-        block_size = min(block_size, _p2(v))
     if num_warps is None:
-        num_warps = 8 if block_size >= 2048 else 4
+        num_warps = 4
+    if block_size is None:
+        block_size = min(4 * num_warps * 32 * (16 // logits.element_size()), _p2(v))
+    u, lanes = _tile(block_size, num_warps, logits.element_size(), lanes)
     if num_slices is None:
-        target = 3 * _num_sms(device)  # programs; B * slices of them fill the GPU
-        num_slices = max(1, min(triton.cdiv(target, bsz), triton.cdiv(v, 2 * block_size)))
+        target = int(programs_per_sm * _num_sms(device))
+        num_slices = max(1, min(triton.cdiv(target, bsz), triton.cdiv(v, block_size)))
     slice_len = triton.cdiv(triton.cdiv(v, num_slices), block_size) * block_size
     ns = triton.cdiv(v, slice_len)
     counter, stop = _sync_buffers(device, bsz)
@@ -704,7 +748,7 @@ def chain_verify_greedy(
         predicts, accept_index, accept_token_num,
         accept_lens if accept_lens is not None else accept_token_num,
         part_key, part_idx, counter, stop, v, slice_len, d, ns,
-        D_P2=_p2(d), NS_P2=_p2(ns), BLOCK=block_size,
+        D_P2=_p2(d), NS_P2=_p2(ns), U=u, S=lanes,
         WRITE_LENS=accept_lens is not None, num_warps=num_warps,
     )
     return predicts, accept_index, accept_token_num
@@ -740,6 +784,7 @@ def chain_verify_sampling(
     *,
     block_size: Optional[int] = None,
     num_warps: Optional[int] = None,
+    lanes: Optional[int] = None,
     cap: int = 128,
 ):
     """Fused temperature / top-k / top-p / min-p + chain speculative sampling.
@@ -778,11 +823,11 @@ def chain_verify_sampling(
     else:
         dprob, sqb, sqs = coins_final, 0, 0  # never read
     few_rows = bsz * d < _num_sms(device)  # one program per row: give each row more threads
-    if block_size is None:
-        block_size = min(2048 if few_rows else 1024, _p2(v))
     if num_warps is None:
-        num_warps = (16 if few_rows else 8) if block_size >= 1024 else 4
-        num_warps = min(num_warps, max(1, block_size // 128))
+        num_warps = 8 if few_rows else 4
+    if block_size is None:
+        block_size = min(4 * num_warps * 32 * (16 // logits.element_size()), _p2(v))
+    u, lanes = _tile(block_size, num_warps, logits.element_size(), lanes)
     if cap & (cap - 1) or cap < 16:
         raise ValueError("cap must be a power of two >= 16")
     ci = min(32, cap)
@@ -806,7 +851,7 @@ def chain_verify_sampling(
         bsz, v, float(threshold_single), thr_acc, d,
         D_P2=_p2(d), HAS_TEMP=temps is not None, HAS_TOPK=tks is not None,
         HAS_TOPP=tps is not None, HAS_MINP=mps is not None, CLASSIC=classic,
-        WRITE_LENS=accept_lens is not None, BLOCK=block_size, CAP=cap, CI=ci,
+        WRITE_LENS=accept_lens is not None, U=u, S=lanes, CAP=cap, CI=ci,
         num_warps=num_warps,
     )
     return predicts, accept_index, accept_token_num

@@ -18,4 +18,12 @@ if [ ! -f "$VENV/.complete" ]; then
   touch "$VENV/.complete"
 fi
 "$VENV/bin/pip" install -q --no-deps --no-build-isolation -e "$ROOT" 2>&1 | grep -v "is ignored" || true
+# Version matrix: sglang 0.5.23 (latest) aside, without dependencies, for the import-level test.
+SIDE="$HOME/.cache/adaptive-spec/sglang-0.5.23"
+if [ ! -f "$SIDE/.complete" ]; then
+  rm -rf "$SIDE"
+  "$VENV/bin/pip" install -q --no-deps --target "$SIDE" sglang==0.5.23 2>&1 | grep -v "is ignored" || true
+  [ -d "$SIDE/sglang" ] && touch "$SIDE/.complete"
+fi
+export ADAPTIVE_SPEC_SGLANG_0523="$SIDE"
 exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"

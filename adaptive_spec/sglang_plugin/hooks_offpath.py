@@ -124,6 +124,7 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
         else:
             os.environ[SKIP_ENV] = env_before
     worker._as_draft_stale = mode == "off"
+    result.adaptive_spec_mode = mode  # read back when this result is processed (one step later)
     return result
 
 

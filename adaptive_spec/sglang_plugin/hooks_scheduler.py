@@ -63,7 +63,7 @@ def after_resolve_spec_v2_tokens(ret, processor, result, batch, *args, **kwargs)
     if ctl is not None:
         try:
             steps = int(result.speculative_num_draft_tokens) - 1
-            ctl.on_result(steps, result.num_correct_drafts_per_req_cpu)
+            ctl.on_result(steps, result.num_correct_drafts_per_req_cpu, getattr(result, "adaptive_spec_mode", None))
         except Exception as exc:
             ctl.fail(f"result hook: {exc!r}")
     return None

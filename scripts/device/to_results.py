@@ -49,6 +49,7 @@ def rows_from(recs):
             }
             if name != SYSTEM_NAMES.get(name, name) or "@" in name:
                 row["variant"] = name
+            row["draft"] = "always-wrong" if name.endswith("@always-wrong") else ("always-right" if name != "plain" else None)
             if n in plain_sha and name != "plain":
                 shas = [r["outputs_sha"] for r in runs]
                 k = min(len(shas), len(plain_sha[n]))
@@ -72,6 +73,7 @@ def main():
     p.add_argument("--date", default="2026-11-29")
     p.add_argument("--draft", default="synthetic EAGLE-3: aligned (always right) and random (always wrong), 3 steps, topk 1")
     p.add_argument("--out-dir", default="benchmarks/results")
+    p.add_argument("--draft-filter", choices=["always-right", "always-wrong"], help="keep plain + rows measured with this draft")
     a = p.parse_args()
     recs = load(a.run_dir)
     result = {
@@ -85,7 +87,7 @@ def main():
         "workload": {"kind": "closed", "new_tokens": 256, "prompt_tokens": [40, 128], "temperature": 0.0,
                      "note": "one /generate call carrying N prompts per repetition; client wall clock, prefill included; median of repetitions"},
         "command": a.command,
-        "rows": rows_from(recs),
+        "rows": [r for r in rows_from(recs) if not a.draft_filter or r["system"] == "plain" or r.get("draft") == a.draft_filter],
         "extra": {r["name"]: {k: v for k, v in r.items() if k in ("profiled", "temperature_sweep", "http_status", "body", "ready_after_s", "status_route", "error")}
                   for r in recs if any(k in r for k in ("profiled", "temperature_sweep", "http_status", "error", "status_route"))},
     }

@@ -45,18 +45,18 @@ def main(archs):
                 stride_ub="i64", stride_us="i64", stride_qb="i64", stride_qs="i64",
                 thr_single="fp32", thr_acc="fp32")
     for arch in archs:
-        for dt, blk, nw in (("*bf16", 2048, 8), ("*fp32", 1024, 4)):
+        for dt, blk, nw in (("*bf16", 4096, 4), ("*fp32", 2048, 4)):
             shared, bad = _compile(cv._greedy_chain_kernel, dict(greedy, logits_ptr=dt),
-                                   dict(D_P2=4, NS_P2=8, BLOCK=blk, WRITE_LENS=True),
+                                   dict(D_P2=4, NS_P2=8, U=4, S=blk // 4, WRITE_LENS=True),
                                    arch, nw)
             print(json.dumps(dict(arch=arch, kernel="greedy", dtype=dt, shared=shared,
                                   forbidden=bad)))
         for dt, classic in (("*bf16", False), ("*fp16", True)):
             consts = dict(D_P2=4, HAS_TEMP=True, HAS_TOPK=True, HAS_TOPP=True,
-                          HAS_MINP=True, CLASSIC=classic, WRITE_LENS=True, BLOCK=1024,
+                          HAS_MINP=True, CLASSIC=classic, WRITE_LENS=True, U=4, S=1024,
                           CAP=128, CI=32)
             shared, bad = _compile(cv._sample_chain_kernel, dict(samp, logits_ptr=dt), consts,
-                                   arch, 8)
+                                   arch, 4)
             print(json.dumps(dict(arch=arch, kernel="sampling" + ("-classic" if classic else ""),
                                   dtype=dt, shared=shared, forbidden=bad)))
 

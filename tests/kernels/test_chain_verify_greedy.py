@@ -27,6 +27,8 @@ def test_greedy_bit_exact_vs_reference_and_sglang(cv, ref, bsz, k):
     # default launch (one slice per row here) and a sliced vocab (several programs per row)
     _assert_same(cv.chain_verify_greedy(logits, cand), expected)
     _assert_same(cv.chain_verify_greedy(logits, cand, block_size=16, num_slices=4), expected)
+    # [4, 8] tiles: 4 vectors per lane, reduced inside the lane, double-buffered
+    _assert_same(cv.chain_verify_greedy(logits, cand, block_size=32, lanes=8, num_slices=2), expected)
 
 
 def test_greedy_all_accepted_and_all_rejected(cv, ref):
@@ -63,6 +65,8 @@ def test_greedy_dtypes_ties_across_slices(cv, ref, dtype):
     for ns in (1, 3, 7):
         _assert_same(cv.chain_verify_greedy(logits, cand, block_size=32, num_slices=ns), expected,
                      f"ns={ns}: ")
+        _assert_same(cv.chain_verify_greedy(logits, cand, block_size=32, lanes=8, num_slices=ns),
+                     expected, f"ns={ns}, 4x8 tiles: ")
     _assert_same(sglang_verify_greedy(logits, cand), expected)
 
 
@@ -86,6 +90,8 @@ def test_greedy_special_values(cv, ref):
     assert expected[0].tolist() == [30, 3, 0, 3, 0, 0, 0, 1, 0, 20, 0, 0]
     for ns in (1, 2):
         _assert_same(cv.chain_verify_greedy(rows, cand, block_size=16, num_slices=ns), expected)
+        _assert_same(cv.chain_verify_greedy(rows, cand, block_size=16, lanes=4, num_slices=ns),
+                     expected)
 
 
 def test_greedy_inplace_contract_and_state_reuse(cv, ref):

@@ -154,3 +154,14 @@ def test_every_rank_makes_the_same_decisions_from_different_local_timings():
     assert all(o is not None for o in out)
     assert out[0] == out[1] == out[2]
     assert len(set(out[0])) > 1  # it did adapt between the two loads
+
+
+def test_catch_up_steps_are_not_step_time_samples():
+    """Regression (GPU run 2026-11-29): catch-up steps run SGLang's slow 0-step path; counted
+    as k=0 samples they inflated t(bs, 0) and kept drafting on where plain decode wins."""
+    ctl = make_ctl()
+    ctl.timer.tick = lambda steps, now=None: 0.030  # every result 30 ms apart
+    ctl.on_result(0, [0] * 8, mode="catchup")
+    ctl.on_result(0, [0] * 8, mode="off")
+    ctl.policy.table.sync(lambda v: v)
+    assert ctl.policy.table.samples(bucket_of(8), 0) == 1

@@ -1,0 +1,162 @@
+"""The off path's per-step bookkeeping against real SGLang classes (no model runs on CPU):
+which step runs off / catch-up / on, what SGLang is told, and the target-forward conversion."""
+
+import contextlib
+import os
+import types
+
+import pytest
+import torch
+
+from adaptive_spec.config import ENV_VAR, AdaptiveSpecConfig
+from adaptive_spec.sglang_plugin import hooks_offpath, state
+from adaptive_spec.sglang_plugin.hooks_worker import after_eagle_worker_init
+
+from .test_hooks_sglang import FakeWorker
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    state.reset_for_tests()
+    hooks_offpath._spec_workers.clear()
+    yield
+    state.reset_for_tests()
+    hooks_offpath._spec_workers.clear()
+
+
+class FakeDecodePath:
+    """Stands in for DecodePath (needs a GPU model runner): records when it is installed."""
+
+    def __init__(self):
+        self.active = False
+
+    @contextlib.contextmanager
+    def installed(self):
+        self.active = True
+        try:
+            yield
+        finally:
+            self.active = False
+
+
+def install(monkeypatch, cfg):
+    from sglang.srt.speculative.adaptive_runtime_state import AdaptiveController
+
+    monkeypatch.setenv(ENV_VAR, cfg.to_json())
+    monkeypatch.delenv(hooks_offpath.SKIP_ENV, raising=False)
+    worker = FakeWorker(cfg.max_steps)
+    worker.adaptive_controller = AdaptiveController(worker, config_path=None)
+    after_eagle_worker_init(None, worker)
+    worker.adaptive_controller.init_states(cuda_graph_bs=None)
+    worker._as_decode_path = FakeDecodePath()
+    worker._as_draft_stale = False
+    return worker
+
+
+def decode_batch(bs):
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode
+
+    return types.SimpleNamespace(forward_mode=ForwardMode.DECODE, is_extend_in_batch=False, seq_lens=torch.full((bs,), 100))
+
+
+def run_steps(worker, batch_sizes):
+    """Drive the AROUND hook like SGLang's scheduler does; record what SGLang's body saw."""
+    seen = []
+
+    def sglang_forward(w, batch, *a, **kw):
+        w.activate_step_by_batch(batch.seq_lens.shape[0])  # SGLang's own per-step call: must be inert
+        seen.append(
+            {
+                "steps": w.speculative_num_steps,
+                "skip_draft_extend": os.environ.get(hooks_offpath.SKIP_ENV) == "1",
+                "decode_forward": hooks_offpath._decode_forward_active,
+            }
+        )
+        return types.SimpleNamespace()
+
+    results = [hooks_offpath.around_forward_batch_generation(sglang_forward, worker, decode_batch(bs)) for bs in batch_sizes]
+    return seen, [r.adaptive_spec_mode for r in results]
+
+
+def test_off_catchup_on_sequence(monkeypatch):
+    worker = install(monkeypatch, AdaptiveSpecConfig(threshold=16, hysteresis=4, queue_threshold=None))
+    seen, modes = run_steps(worker, [1, 1, 32, 32, 4, 4, 4])
+    assert modes == ["on", "on", "off", "off", "catchup", "on", "on"]
+    # Off: no drafting (0-step state), draft-extend skipped, target forward as plain decode.
+    assert seen[2] == {"steps": 0, "skip_draft_extend": True, "decode_forward": True}
+    # Catch-up: SGLang's 0-step path *with* draft-extend and its own target forward.
+    assert seen[4] == {"steps": 0, "skip_draft_extend": False, "decode_forward": False}
+    # On: k steps, SGLang untouched.
+    assert seen[5] == {"steps": 3, "skip_draft_extend": False, "decode_forward": False}
+    assert os.environ.get(hooks_offpath.SKIP_ENV) is None  # restored after every step
+    assert state.get_controller().modes == {"on": 4, "off": 2, "catchup": 1}
+    # Exactly one decision per step (SGLang's own activate call inside was a no-op).
+    assert sum(state.get_controller().steps_histogram.values()) == 7
+
+
+def test_flapping_every_step_never_drafts_from_a_stale_state(monkeypatch):
+    worker = install(monkeypatch, AdaptiveSpecConfig(force="flap:1"))
+    _, modes = run_steps(worker, [8] * 6)
+    assert modes == ["on", "off", "catchup", "off", "catchup", "off"]
+
+
+def test_sglang_off_path_option_leaves_sglang_alone(monkeypatch):
+    worker = install(monkeypatch, AdaptiveSpecConfig(force="off", off_path="sglang"))
+    calls = []
+    hooks_offpath.around_forward_batch_generation(lambda w, b, *a, **k: calls.append(os.environ.get(hooks_offpath.SKIP_ENV)), worker, decode_batch(4))
+    assert calls == [None]
+
+
+def verify_forward_batch(bs, draft_tokens=1, seq_lens_cpu=True):
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardMode
+
+    lens = torch.arange(10, 10 + bs)
+    return types.SimpleNamespace(
+        forward_mode=ForwardMode.TARGET_VERIFY,
+        spec_info=types.SimpleNamespace(draft_token_num=draft_tokens),
+        capture_hidden_mode=CaptureHiddenMode.FULL,
+        batch_size=bs,
+        seq_lens=lens.clone(),
+        seq_lens_cpu=lens.clone() if seq_lens_cpu else None,
+        seq_lens_sum=int(lens.sum()) if seq_lens_cpu else None,
+        forward_metadata_ready=True,
+    )
+
+
+def test_one_token_verify_runs_as_plain_decode(monkeypatch):
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardMode
+
+    worker = install(monkeypatch, AdaptiveSpecConfig(force="off"))
+    tp_worker = worker._target_worker
+    fb = verify_forward_batch(3)
+    seen = {}
+
+    def target_forward(tp, batch, forward_batch, *a, **kw):
+        seen.update(mode=forward_batch.forward_mode, installed=worker._as_decode_path.active,
+                    lens=forward_batch.seq_lens.tolist(), lens_sum=forward_batch.seq_lens_sum,
+                    spec=forward_batch.spec_info, hidden=forward_batch.capture_hidden_mode,
+                    planned=forward_batch.forward_metadata_ready)  # fmt: skip
+        return "logits"
+
+    hooks_offpath._decode_forward_active = True
+    try:
+        out = hooks_offpath.around_target_forward(target_forward, tp_worker, batch=None, forward_batch=fb, is_verify=True)
+    finally:
+        hooks_offpath._decode_forward_active = False
+    assert out == "logits"
+    # DECODE counts the token being decoded in seq_lens: same position, same KV slot.
+    assert seen == {"mode": ForwardMode.DECODE, "installed": True, "lens": [11, 12, 13], "lens_sum": 36,
+                    "spec": None, "hidden": CaptureHiddenMode.NULL, "planned": False}  # fmt: skip
+
+
+def test_other_target_forwards_are_untouched(monkeypatch):
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode
+
+    worker = install(monkeypatch, AdaptiveSpecConfig(force="off"))
+    modes = []
+    fwd = lambda tp, batch, forward_batch, *a, **kw: modes.append(forward_batch.forward_mode)  # noqa: E731
+    for active, fb in ((False, verify_forward_batch(2)), (True, verify_forward_batch(2, draft_tokens=4))):
+        hooks_offpath._decode_forward_active = active
+        hooks_offpath.around_target_forward(fwd, worker._target_worker, batch=None, forward_batch=fb, is_verify=True)
+    hooks_offpath._decode_forward_active = False
+    assert modes == [ForwardMode.TARGET_VERIFY, ForwardMode.TARGET_VERIFY]
