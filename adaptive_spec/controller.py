@@ -72,6 +72,7 @@ class Controller:
         self.decide_seconds = 0.0
         self.log = DecisionLog(cfg.log_decisions)
         self.listeners = []  # callables(decision, snapshot): metrics
+        self.result_listeners = []  # callables(steps, step_seconds or None): metrics
 
     # ---- inputs -------------------------------------------------------------------
     def on_snapshot(self, snap: LoadSnapshot) -> None:
@@ -87,6 +88,8 @@ class Controller:
             observe = getattr(self.policy, "observe_step_time", None)
             if dt is not None and observe is not None and mode != "catchup":
                 observe(len(correct_drafts_per_req), steps, dt)
+            for listener in self.result_listeners:
+                listener(steps, dt if mode != "catchup" else None)
         except Exception as exc:  # never let bookkeeping take the server down
             self.fail(f"result hook: {exc!r}")
 

@@ -76,6 +76,13 @@ def after_eagle_worker_init(ret, worker, *args, **kwargs):
     rank = int(getattr(getattr(worker, "_target_worker", None), "tp_rank", 0) or 0)
     ctl = init_controller(cfg, rank, reducer=tp_mean_reducer())
     register_spec_worker(worker)
+    if getattr(getattr(worker, "server_args", None), "enable_metrics", False):
+        try:
+            from .metrics import install_metrics
+
+            install_metrics(ctl, rank)
+        except Exception as exc:  # metrics must never stop serving
+            logger.warning("adaptive_spec: Prometheus series unavailable: %r", exc)
     controller.params = PolicyParams(ctl, cfg.candidate_steps())
     logger.info("adaptive_spec: policy %s installed, candidate steps %s", cfg.policy, cfg.candidate_steps())
     return None

@@ -1,0 +1,75 @@
+"""Prometheus series on SGLang's own /metrics (with --enable-metrics).
+
+Created inside the scheduler process, after SGLang set PROMETHEUS_MULTIPROC_DIR, so SGLang's
+multiprocess collector exports them; every series carries `tp_rank`. Updated from the
+controller's listeners: per decision (cheap: two gauges and a counter), per processed result
+(step-time histogram), and every `SLOW_EVERY` decisions for the per-position acceptance and the
+goodput cost model's predictions.
+"""
+
+from __future__ import annotations
+
+SLOW_EVERY = 64
+_STEP_BUCKETS = (0.002, 0.004, 0.006, 0.008, 0.010, 0.013, 0.016, 0.020, 0.025, 0.032, 0.040, 0.050, 0.070, 0.100, 0.200)
+
+
+class Metrics:
+    def __init__(self, controller, rank: int, registry=None):
+        from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+
+        reg = registry if registry is not None else REGISTRY
+        r = str(rank)
+        self.ctl = controller
+        self._n = 0
+        gauge = dict(registry=reg, multiprocess_mode="mostrecent")
+        self.drafting = Gauge("adaptive_spec_drafting", "1 while drafting is on for the current decode step", ["tp_rank"], **gauge).labels(r)
+        self.steps = Gauge("adaptive_spec_steps", "Draft steps chosen for the current decode step", ["tp_rank"], **gauge).labels(r)
+        self.fallback = Gauge("adaptive_spec_fallback", "1 once a hook or the policy failed (static/plain fallback)", ["tp_rank"], **gauge).labels(r)
+        self.decisions = Counter("adaptive_spec_decisions", "Decode-step decisions by reason and steps", ["tp_rank", "reason", "steps"], registry=reg)
+        self.switches = Counter("adaptive_spec_switches", "Changes of the chosen step count", ["tp_rank"], registry=reg).labels(r)
+        self.hook_seconds = Counter("adaptive_spec_decide_seconds", "CPU time spent deciding", ["tp_rank"], registry=reg).labels(r)
+        self.step_seconds = Histogram(
+            "adaptive_spec_step_seconds", "Measured decode step time by steps", ["tp_rank", "steps"], buckets=_STEP_BUCKETS, registry=reg
+        )
+        self.accept_pos = Gauge("adaptive_spec_accept_rate_position", "P(draft j accepted | drafts before accepted)", ["tp_rank", "position"], **gauge)
+        self.predicted = Gauge("adaptive_spec_predicted_step_seconds", "Cost model's step time at the current batch bucket", ["tp_rank", "steps"], **gauge)
+        self.rank = r
+        self._last_steps = None
+        self._last_decide_s = 0.0
+
+    def on_decision(self, decision, snap) -> None:
+        self.drafting.set(1 if decision.steps > 0 else 0)
+        self.steps.set(decision.steps)
+        self.decisions.labels(self.rank, decision.reason, str(decision.steps)).inc()
+        if self._last_steps is not None and decision.steps != self._last_steps:
+            self.switches.inc()
+        self._last_steps = decision.steps
+        self._n += 1
+        if self._n % SLOW_EVERY == 0:
+            self._slow_update(snap)
+
+    def on_result(self, steps: int, seconds) -> None:
+        if seconds is not None:
+            self.step_seconds.labels(self.rank, str(steps)).observe(seconds)
+
+    def _slow_update(self, snap) -> None:
+        ctl = self.ctl
+        self.fallback.set(1 if ctl.fallback_reason else 0)
+        self.hook_seconds.inc(max(0.0, ctl.decide_seconds - self._last_decide_s))
+        self._last_decide_s = ctl.decide_seconds
+        for j, p in enumerate(ctl.acceptance.per_position()):
+            if p is not None:
+                self.accept_pos.labels(self.rank, str(j + 1)).set(p)
+        step_time = getattr(ctl.policy, "step_time", None)
+        if step_time is not None:
+            from ..policy.goodput import bucket_of
+
+            for k in range(ctl.cfg.max_steps + 1):
+                self.predicted.labels(self.rank, str(k)).set(step_time(bucket_of(snap.running), k))
+
+
+def install_metrics(controller, rank: int, registry=None) -> Metrics:
+    m = Metrics(controller, rank, registry)
+    controller.listeners.append(m.on_decision)
+    controller.result_listeners.append(m.on_result)
+    return m
