@@ -603,18 +603,19 @@ def main(argv=None):
             temps = torch.full((bsz, 1), 0.7, device=device)
             tps = torch.full((bsz,), 0.9, device=device)
             base = dict(bs=bsz, k=k, vocab=v, dtype="bfloat16")
-            for blk, nw in ((1024, 4), (2048, 4), (2048, 8), (4096, 8)):
+            for blk, nw, pps in ((4096, 4, 2.0), (2048, 4, 2.0), (8192, 8, 2.0), (4096, 4, 1.0),
+                                 (4096, 4, 4.0)):
                 point = dict(base, op="chain_verify_greedy:tune", scenario="accept=0.7",
-                             impl=f"triton[block={blk},warps={nw}]")
+                             impl=f"triton[block={blk},warps={nw},programs_per_sm={pps}]")
                 try:
-                    call = (lambda blk=blk, nw=nw: cv.chain_verify_greedy(
-                        logits, cand_g, block_size=blk, num_warps=nw))
+                    call = (lambda blk=blk, nw=nw, pps=pps: cv.chain_verify_greedy(
+                        logits, cand_g, block_size=blk, num_warps=nw, programs_per_sm=pps))
                     reps = _reps_for(call, budget_s=0.06)
                     med, p90 = _time_us(call, reps)
                     rows.append(dict(point, us_median=round(med, 2), us_p90=round(p90, 2), reps=reps))
                 except Exception as exc:  # noqa: BLE001
                     record_error(point, exc)
-            for blk, nw in ((1024, 4), (1024, 8), (2048, 8), (2048, 16)):
+            for blk, nw in ((4096, 4), (2048, 4), (8192, 8), (4096, 8)):
                 for scenario, lg, cd in (("draft~target", logits, cand_s), ("flat", flat, cand_f)):
                     point = dict(base, op="chain_verify_sampling:tune", scenario=scenario,
                                  sampling="temperature+top_p", impl=f"triton[block={blk},warps={nw}]")

@@ -29,8 +29,8 @@ row.  NS (slices per row) is chosen so that B*NS fills the GPU.
 Sampling (``chain_verify_sampling``): grid (D*B,), row-major by draft position so that at
 large B later rows start after earlier ones have set the stop flags.  Each program owns one row:
 
-1. one pass: running max m, Z = sum exp(x - m) with x = logit / temperature, plus (when top-k /
-   top-p are on) the count and mass of tokens above the draft token;
+1. one pass (lane-wise online softmax): max m, Z = sum exp(x - m) with x = logit / temperature,
+   plus (when top-k / top-p are on) the count and mass of tokens above the draft token;
 2. fast accept: p(d) = exp(x_d - m)/Z is a lower bound of the top-k/top-p/min-p renormalised
    probability of an (provably kept) draft token, so ``coin <= p(d)`` accepts without the exact
    kept set -- one pass for most accepted rows;
@@ -50,8 +50,14 @@ probabilities (ties at the k-th value are all kept); top-p, applied to the top-k
 distribution, keeps tokens whose strictly-larger mass is below top_p; min-p keeps
 ``p >= min_p * p_max``.  ``reference.py`` spells the same semantics out in torch.
 
+Streaming loops read [U, S] tiles (S lanes of one 16-byte vector per thread, U vectors per
+thread, reduced inside the thread), issue the next tile's load before reducing the current one,
+and contain no cross-warp reduction, so a program keeps several loads per thread in flight --
+the sampler's rows are walked by one program each and are latency-bound otherwise.
+
 Portable Triton only: no inline asm, no architecture-specific ops; blocks use registers and
-Triton's own small reduction scratch (a few KB of shared memory), well within sm_120's ~100 KB.
+Triton's own small reduction scratch (<= 512 bytes of shared memory), far within sm_120's
+~100 KB.
 """
 
 from __future__ import annotations
@@ -97,7 +103,7 @@ def _key(x):
 # --------------------------------------------------------------------------------------------
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["D", "NS"])
 def _greedy_chain_kernel(
     logits_ptr,
     stride_lr,
@@ -442,7 +448,6 @@ def _sample_row(
     BLOCK: tl.constexpr = U * S
     row = b * D + j
     rowp = logits_ptr + row.to(tl.int64) * stride_lr
-    offs = tl.arange(0, BLOCK)
     invT = 1.0
     if HAS_TEMP:
         invT = 1.0 / tl.load(temp_ptr + b).to(tl.float32)
@@ -571,7 +576,7 @@ def _sample_row(
     return acc, tok
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["B", "D"])
 def _sample_chain_kernel(
     logits_ptr, stride_lr, cand_ptr, stride_cb, stride_cs, coins_ptr, stride_ub, stride_us,
     coins_final_ptr, temp_ptr, topk_ptr, topp_ptr, minp_ptr, dprob_ptr, stride_qb, stride_qs,
@@ -656,8 +661,14 @@ def _num_sms(device: torch.device) -> int:
     return n
 
 
-def _p2(n: int) -> int:
-    return max(2, triton.next_power_of_2(int(n)))
+def _p2(n: int, floor: int = 2) -> int:
+    return max(floor, triton.next_power_of_2(int(n)))
+
+
+# Fixed lower bounds of the constexpr sizes keep the number of compiled variants small
+# (D <= 8 and up to 64 vocab slices share one greedy kernel).
+_D_P2_MIN = 8
+_MAX_SLICES = 64
 
 
 def _check_common(logits: torch.Tensor, candidates: torch.Tensor):
@@ -738,6 +749,7 @@ def chain_verify_greedy(
     if num_slices is None:
         target = int(programs_per_sm * _num_sms(device))
         num_slices = max(1, min(triton.cdiv(target, bsz), triton.cdiv(v, block_size)))
+    num_slices = min(num_slices, _MAX_SLICES)
     slice_len = triton.cdiv(triton.cdiv(v, num_slices), block_size) * block_size
     ns = triton.cdiv(v, slice_len)
     counter, stop = _sync_buffers(device, bsz)
@@ -748,7 +760,7 @@ def chain_verify_greedy(
         predicts, accept_index, accept_token_num,
         accept_lens if accept_lens is not None else accept_token_num,
         part_key, part_idx, counter, stop, v, slice_len, d, ns,
-        D_P2=_p2(d), NS_P2=_p2(ns), U=u, S=lanes,
+        D_P2=_p2(d, _D_P2_MIN), NS_P2=_p2(ns, _MAX_SLICES), U=u, S=lanes,
         WRITE_LENS=accept_lens is not None, num_warps=num_warps,
     )
     return predicts, accept_index, accept_token_num
@@ -849,7 +861,7 @@ def chain_verify_sampling(
         accept_lens if accept_lens is not None else accept_token_num,
         row_tok, buf_k, buf_v, counter, stop,
         bsz, v, float(threshold_single), thr_acc, d,
-        D_P2=_p2(d), HAS_TEMP=temps is not None, HAS_TOPK=tks is not None,
+        D_P2=_p2(d, _D_P2_MIN), HAS_TEMP=temps is not None, HAS_TOPK=tks is not None,
         HAS_TOPP=tps is not None, HAS_MINP=mps is not None, CLASSIC=classic,
         WRITE_LENS=accept_lens is not None, U=u, S=lanes, CAP=cap, CI=ci,
         num_warps=num_warps,

