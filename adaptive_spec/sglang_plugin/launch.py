@@ -36,8 +36,6 @@ def parse_args(argv: list[str]):
         cfg = config_from_namespace(ns)
         if cfg is not None:
             check_sglang_version()
-            if cfg.policy == "goodput" and not _goodput_available():
-                raise ConfigError("--adaptive-spec-policy", "goodput is not available in this build yet; use threshold")
             check_sglang_setup(ns, cfg)
             apply_to_namespace(ns, cfg)
     except (ConfigError, UnsupportedVersion) as exc:
@@ -56,14 +54,6 @@ def parse_args(argv: list[str]):
     except (ValueError, AssertionError, TypeError, FileNotFoundError, OSError) as exc:
         raise UsageError(f"invalid server arguments: {exc}") from None
     return server_args, cfg
-
-
-def _goodput_available() -> bool:
-    try:
-        from ..policy import goodput  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def main(argv: list[str] | None = None) -> None:

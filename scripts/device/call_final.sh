@@ -8,17 +8,8 @@
 # Same seeded prompts everywhere, warm-up pass first, repetitions. Output: $OUT/probes.jsonl.
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-570}
-MODELS=/tmp/models-8b
-if [ ! -f "$MODELS/.done" ]; then
-  python3 .device/make_models.py --out "$MODELS" --drafts aligned,random --hidden 4096 --inter 14336 \
-    --layers 32 --heads 32 --kv-heads 8 --vocab 128256 && touch "$MODELS/.done" || { say "models failed"; exit 3; }
-fi
-GRAPH=(--cuda-graph-backend-decode full --cuda-graph-bs-decode 1 2 4 8 16 32 64 128 256
-       --max-running-requests 256 --mem-fraction-static 0.5)
-EAGLE=(--speculative-algorithm EAGLE3 --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4)
+build_models
 OURS=(--adaptive-spec-policy goodput --adaptive-spec-threshold 96 --adaptive-spec-min-accept-len 1.5 --adaptive-spec-log-decisions)
-LOG="$OUT/servers.log"
-left() { echo $(( DEADLINE_S - $(date +%s) + T_START )); }
 cd scripts/device
 start_server adaptive-spec 30001 "$LOG" python3 -m adaptive_spec.launch_server --model-path "$MODELS/target" \
   "${GRAPH[@]}" "${EAGLE[@]}" --speculative-draft-model-path "$MODELS/draft-aligned" "${OURS[@]}"

@@ -6,18 +6,8 @@
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_foundation.sh
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-540}
-MODELS=/tmp/models-8b
-if [ ! -f "$MODELS/.done" ]; then
-  say "building 8B-shaped synthetic models"
-  python3 .device/make_models.py --out "$MODELS" --drafts aligned,random --hidden 4096 --inter 14336 \
-    --layers 32 --heads 32 --kv-heads 8 --vocab 128256 && touch "$MODELS/.done" || { say "models failed"; exit 3; }
-fi
-GRAPH=(--cuda-graph-backend-decode full --cuda-graph-bs-decode 1 2 4 8 16 32 64 128 256
-       --max-running-requests 256 --mem-fraction-static 0.5)
-EAGLE=(--speculative-algorithm EAGLE3 --speculative-draft-model-path "$MODELS/draft-aligned"
-       --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4)
-LOG="$OUT/servers.log"
-left() { echo $(( DEADLINE_S - $(date +%s) + T_START )); }
+build_models
+EAGLE+=(--speculative-draft-model-path "$MODELS/draft-aligned")
 
 probe() {  # name port [extra probe args]
   local name=$1 port=$2; shift 2

@@ -63,6 +63,21 @@ stop_server() {
   kill -KILL -- -"$CUR_PID" 2>/dev/null; sleep 2; CUR_PID=""
 }
 
+# The synthetic Llama-3-8B-shaped pair (repeat target; aligned = always-right draft, random =
+# always-wrong), built once per machine with the recipe of ../shared/device (carried as .device/).
+MODELS=/tmp/models-8b
+build_models() {
+  [ -f "$MODELS/.done" ] && return 0
+  say "building 8B-shaped synthetic models"
+  python3 .device/make_models.py --out "$MODELS" --drafts aligned,random --hidden 4096 --inter 14336 \
+    --layers 32 --heads 32 --kv-heads 8 --vocab 128256 && touch "$MODELS/.done" || { say "models failed"; exit 3; }
+}
+GRAPH=(--cuda-graph-backend-decode full --cuda-graph-bs-decode 1 2 4 8 16 32 64 128 256
+       --max-running-requests 256 --mem-fraction-static 0.5)
+EAGLE=(--speculative-algorithm EAGLE3 --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4)
+LOG="$OUT/servers.log"
+left() { echo $(( DEADLINE_S - $(date +%s) + T_START )); }
+
 pack_jitcache() {
   ( cd "$SGL/cache" && tar -cf - tvm-ffi triton fi inductor 2>/dev/null | xz -T0 -3 > "$OUT/jitcache.tar.xz" )
 }

@@ -111,16 +111,12 @@ def test_bad_config_file_contents(tiny_models, tmp_path):
             parse_args(eagle_args(target, draft, "--adaptive-spec-config", str(path)))
 
 
-def test_goodput_is_a_clear_error_until_it_exists(tiny_models):
+def test_goodput_policy_builds_every_step_count(tiny_models):
     target, draft = tiny_models
-    try:
-        from adaptive_spec.policy import goodput  # noqa: F401
-    except ImportError:
-        with pytest.raises(UsageError, match="goodput is not available"):
-            parse_args(eagle_args(target, draft, "--adaptive-spec-policy", "goodput"))
-    else:
-        _, cfg = parse_args(eagle_args(target, draft, "--adaptive-spec-policy", "goodput"))
-        assert cfg.policy == "goodput"
+    server_args, cfg = parse_args(eagle_args(target, draft, "--adaptive-spec-policy", "goodput", "--adaptive-spec-max-steps", "4"))
+    assert cfg.policy == "goodput" and server_args.speculative_num_steps == 4
+    with open(server_args.speculative_adaptive_config) as fh:
+        assert json.load(fh) == {"1": {"candidate_steps": [0, 1, 2, 3, 4]}}
 
 
 def run_cli(*args, timeout=120):
