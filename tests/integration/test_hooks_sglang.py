@@ -15,13 +15,6 @@ from adaptive_spec.sglang_plugin.hooks_scheduler import (
 from adaptive_spec.sglang_plugin.hooks_worker import PolicyParams, after_eagle_worker_init
 
 
-@pytest.fixture(autouse=True)
-def fresh_controller():
-    state.reset_for_tests()
-    yield
-    state.reset_for_tests()
-
-
 def make_req(rid, prompt_len):
     from sglang.srt.managers.schedule_batch import Req
     from sglang.srt.sampling.sampling_params import SamplingParams

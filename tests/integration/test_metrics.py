@@ -1,6 +1,5 @@
 """Prometheus series move when our hooks run against real SGLang objects (CPU)."""
 
-import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from adaptive_spec.config import AdaptiveSpecConfig
@@ -9,13 +8,6 @@ from adaptive_spec.sglang_plugin.hooks_scheduler import after_get_next_batch_to_
 from adaptive_spec.sglang_plugin.metrics import SLOW_EVERY, install_metrics
 
 from .test_hooks_sglang import install, make_req, make_scheduler
-
-
-@pytest.fixture(autouse=True)
-def fresh():
-    state.reset_for_tests()
-    yield
-    state.reset_for_tests()
 
 
 def value(text, line_start):

@@ -5,7 +5,6 @@ import contextlib
 import os
 import types
 
-import pytest
 import torch
 
 from adaptive_spec.config import ENV_VAR, AdaptiveSpecConfig
@@ -13,15 +12,6 @@ from adaptive_spec.sglang_plugin import hooks_offpath, state
 from adaptive_spec.sglang_plugin.hooks_worker import after_eagle_worker_init
 
 from .test_hooks_sglang import FakeWorker
-
-
-@pytest.fixture(autouse=True)
-def fresh():
-    state.reset_for_tests()
-    hooks_offpath._spec_workers.clear()
-    yield
-    state.reset_for_tests()
-    hooks_offpath._spec_workers.clear()
 
 
 class FakeDecodePath:

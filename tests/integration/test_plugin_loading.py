@@ -3,7 +3,6 @@
 import multiprocessing as mp
 import os
 
-import pytest
 
 from adaptive_spec.config import ENV_VAR, AdaptiveSpecConfig
 
