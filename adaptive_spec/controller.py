@@ -9,6 +9,7 @@ the run (static speculation or drafting off, per config) and the server keeps se
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import Counter
@@ -102,15 +103,7 @@ class Controller:
         else:
             snap = self.snapshot
             if snap.running != batch_size:
-                snap = LoadSnapshot(
-                    running=batch_size,
-                    waiting=snap.waiting,
-                    waiting_tokens=snap.waiting_tokens,
-                    kv_used=snap.kv_used,
-                    kv_total=snap.kv_total,
-                    forward_ct=snap.forward_ct,
-                    taken_at=snap.taken_at,
-                )
+                snap = dataclasses.replace(snap, running=batch_size)  # the worker's batch is authoritative
                 self.snapshot = snap  # what the decision (and its log line) saw
             try:
                 decision = self.policy.decide(snap, self.acceptance)

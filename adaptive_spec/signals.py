@@ -106,7 +106,6 @@ class AcceptanceStats:
 class StepTimer:
     """Wall time between consecutive processed decode results (observability only)."""
 
-    window: int = 64
     last_at: Optional[float] = None
     recent: deque = field(default_factory=lambda: deque(maxlen=64))
 

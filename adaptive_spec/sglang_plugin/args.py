@@ -15,11 +15,20 @@ from typing import Optional
 
 from ..config import OFF_PATHS, AdaptiveSpecConfig, ConfigError, FALLBACKS, POLICIES, VERIFY_BACKENDS
 
+def _int_or_off(text: str):
+    if text == "off":
+        return "off"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer or 'off', got {text!r}")
+
+
 # Config key -> (argparse type, metavar, help).
 _FLAGS = {
     "threshold": (int, "N", "Running batch size at or above which drafting is off (default 32)."),
     "queue_threshold": (
-        "int_or_off",
+        _int_or_off,
         "Q",
         "Waiting requests at or above which drafting is off (default 4; 'off' disables the queue check).",
     ),
@@ -83,7 +92,6 @@ def add_adaptive_spec_args(parser: argparse.ArgumentParser) -> None:
         "Load-adaptive speculative decoding (needs --speculative-algorithm EAGLE|EAGLE3, topk 1).",
     )
     for key, (typ, metavar, help_text) in _FLAGS.items():
-        typ = _int_or_off if typ == "int_or_off" else typ
         group.add_argument(_flag(key), dest=_dest(key), type=typ, metavar=metavar, default=None, help=help_text)
     for key, (choices, help_text) in _CHOICE_FLAGS.items():
         # Validated by AdaptiveSpecConfig (one message style for CLI and config file).
@@ -185,15 +193,6 @@ def apply_to_namespace(ns: argparse.Namespace, cfg: AdaptiveSpecConfig, config_d
         json.dump({"1": {"candidate_steps": cfg.candidate_steps()}}, fh)
     ns.speculative_adaptive_config = path
     return path
-
-
-def _int_or_off(text: str):
-    if text == "off":
-        return "off"
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer or 'off', got {text!r}")
 
 
 def _flag(key: str) -> str:

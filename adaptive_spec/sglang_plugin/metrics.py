@@ -55,7 +55,9 @@ class Metrics:
     def _slow_update(self, snap) -> None:
         ctl = self.ctl
         self.fallback.set(1 if ctl.fallback_reason else 0)
-        self.hook_seconds.inc(max(0.0, ctl.decide_seconds - self._last_decide_s))
+        if ctl.decide_seconds < self._last_decide_s:  # counters were reset (benchmark modes)
+            self._last_decide_s = 0.0
+        self.hook_seconds.inc(ctl.decide_seconds - self._last_decide_s)
         self._last_decide_s = ctl.decide_seconds
         for j, p in enumerate(ctl.acceptance.per_position()):
             if p is not None:

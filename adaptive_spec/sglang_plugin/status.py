@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 
+from fastapi import Request  # resolved from module globals by FastAPI (annotations are strings)
+
 from ..config import AdaptiveSpecConfig, ConfigError
 from .state import get_controller
 
@@ -130,10 +132,6 @@ def around_set_internal_state(orig, sched, recv_req, *args, **kwargs):
 
 # ---- HTTP routes (main process) -------------------------------------------------------
 def install_routes(app) -> None:
-    # No `from __future__ import annotations` games here: FastAPI resolves the handler's
-    # `Request` annotation from module globals.
-    global Request
-    from fastapi import Request
     from fastapi.responses import JSONResponse
 
     async def _rank_states():
@@ -154,7 +152,7 @@ def install_routes(app) -> None:
         return JSONResponse(body)
 
     @app.post("/adaptive_spec/config")
-    async def adaptive_spec_config(request: "Request"):
+    async def adaptive_spec_config(request: Request):
         from sglang.srt.entrypoints import http_server
         from sglang.srt.managers.io_struct import SetInternalStateReq
 
