@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
+import zlib
 from collections import Counter
 from typing import Optional, Sequence
 
@@ -20,6 +22,10 @@ from .policy import Decision, make_policy
 from .signals import AcceptanceStats, LoadSnapshot, StepTimer
 
 logger = logging.getLogger("adaptive_spec")
+
+# Every this many decisions each rank logs a digest of all its decisions so far; under tensor
+# parallelism the lines of all ranks must agree (count-based, so no rank skips one).
+RANK_CHECK_EVERY = max(1, int(os.environ.get("ADAPTIVE_SPEC_RANK_CHECK_EVERY", "4096") or 4096))
 
 
 class DecisionLog:
@@ -71,6 +77,8 @@ class Controller:
         self.modes = Counter()  # worker step modes: off / catchup / on
         self.fallback_reason: Optional[str] = None
         self.decide_seconds = 0.0
+        self.decision_count = 0
+        self.decision_digest = 0  # crc32 of every chosen step count, in order; never reset
         self.log = DecisionLog(cfg.log_decisions)
         self.listeners = []  # callables(decision, snapshot): metrics
         self.result_listeners = []  # callables(steps, step_seconds or None): metrics
@@ -117,6 +125,11 @@ class Controller:
         return decision
 
     def _record(self, decision: Decision) -> None:
+        self.decision_count += 1
+        self.decision_digest = zlib.crc32(bytes((decision.steps,)), self.decision_digest)
+        if self.decision_count % RANK_CHECK_EVERY == 0:
+            logger.info("adaptive_spec rank_check rank=%d decisions=%d digest=%08x",
+                        self.rank, self.decision_count, self.decision_digest)
         self.decisions[(decision.steps, decision.reason)] += 1
         self.steps_histogram[decision.steps] += 1
         if self.last is None or decision.steps != self.last.steps or decision.reason != self.last.reason:
@@ -194,6 +207,7 @@ class Controller:
             "step_ms_mean": self.timer.mean_ms(),
             "steps_histogram": {str(k): v for k, v in sorted(self.steps_histogram.items())},
             "switches": self.switches,
+            "rank_check": {"decisions": self.decision_count, "digest": f"{self.decision_digest:08x}"},
             "step_modes": dict(self.modes),
             "decisions": {f"{s}:{r}": n for (s, r), n in sorted(self.decisions.items())},
             "decide_us_mean": 1e6 * self.decide_seconds / max(1, sum(self.steps_histogram.values())),

@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--deadline-s", type=float, default=None,
                    help="bound on the whole run (levels that would not fit are skipped)")
     g.add_argument("--no-warmup", action="store_true")
+    g.add_argument("--warmup-tokens", type=int, default=64,
+                   help="new tokens per warm-up request (one wave of 2N requests per level); "
+                        "an online policy learns ~400 decode steps per batch-size bucket")
     g = s.add_argument_group("servers")
     g.add_argument("--spec-steps", type=int, default=3,
                    help="EAGLE-3 steps for eagle3 and adaptive-spec (their max)")
@@ -147,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--draft-desc", default=None, help="override the draft description")
     g.add_argument("--traces-out", default=None,
                    help="also write every request's trace (JSON lines; .gz to compress)")
+    g.add_argument("--metrics-out", default=None,
+                   help="append each server's adaptive_spec*/sglang:spec* /metrics series "
+                        "after every level to this text file (servers need --enable-metrics)")
     g.add_argument("--sample-interval-s", type=float, default=0.5)
     g.add_argument("--no-plot", action="store_true")
     g.add_argument("--quiet", action="store_true")
@@ -190,10 +196,11 @@ def _config_from(a: argparse.Namespace, argv: List[str]):
         start_mode=a.start_mode, start_stagger_s=a.start_stagger_s,
         start_timeout_s=a.start_timeout_s, order=a.order, time_budget_s=a.time_budget_s,
         drain_s=a.drain_s, requests_per_level=a.requests_per_level,
-        max_requests_cap=a.max_requests, warmup=not a.no_warmup, deadline_s=a.deadline_s,
+        max_requests_cap=a.max_requests, warmup=not a.no_warmup,
+        warmup_tokens=a.warmup_tokens, deadline_s=a.deadline_s,
         log_dir=a.log_dir, python=a.python, sglang_launcher=a.sglang_launcher,
         ours_launcher=a.ours_launcher, vocab=a.vocab, sample_interval_s=a.sample_interval_s,
-        traces_out=a.traces_out, plot=not a.no_plot, quiet=a.quiet,
+        traces_out=a.traces_out, metrics_out=a.metrics_out, plot=not a.no_plot, quiet=a.quiet,
         llama_only_registry=not a.keep_model_registry, model_desc=a.model_desc,
         draft_desc=a.draft_desc, command=f"{PROG} " + shlex.join(argv),
     )
@@ -211,6 +218,8 @@ def cmd_sweep(a, argv) -> int:
         raise BenchError("--requests-per-level must be >= 1")
     if cfg.max_requests_cap < 1:
         raise BenchError("--max-requests must be >= 1")
+    if cfg.warmup_tokens < 1:
+        raise BenchError("--warmup-tokens must be >= 1")
     sw = Sweep(cfg)
     old = signal.signal(signal.SIGTERM, _sigterm)
     try:

@@ -325,6 +325,21 @@ class Client:
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
             return None, None
 
+    async def get_text(self, path: str, timeout: float = 5.0) -> Optional[str]:
+        """The body as text when the server answers 200, else None."""
+        import aiohttp
+
+        try:
+            # the session does not decompress (token streams), and prometheus_client gzips
+            # /metrics for any client that accepts it: ask for the plain body
+            async with self.session.get(self.base + path, headers={"Accept-Encoding": "identity"},
+                                        timeout=aiohttp.ClientTimeout(total=timeout)) as r:
+                if r.status != 200:
+                    return None
+                return (await r.read()).decode(errors="replace")
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+            return None
+
     # -- one request ------------------------------------------------------------------
     async def request(self, rec: RequestRecord, input_ids: List[int],
                       new_tokens: Optional[int] = None) -> RequestRecord:
@@ -413,6 +428,17 @@ class LoopResult:
     t_stop_issue: float  # no new requests after this
     t_end: float         # all requests finished or were cut off
     cut_off: int         # requests cut off at the hard limit
+
+    def steady_window(self, concurrency: int, min_s: float = 1.0) -> Optional[Tuple[float, float]]:
+        """[every one of the first `concurrency` requests has its first token, issuing stops]:
+        the span in which a closed loop really holds `concurrency` requests in flight, without
+        the ramp-up (a burst of prefills) or the drain. None when that span is under `min_s`
+        (a level too short for its concurrency)."""
+        first = sorted(self.records, key=lambda r: r.idx)[:concurrency]
+        if len(first) < concurrency or any(not r.chunk_times for r in first):
+            return None
+        a = max(r.chunk_times[0] for r in first)
+        return (a, self.t_stop_issue) if self.t_stop_issue - a >= min_s else None
 
     @property
     def window(self) -> Tuple[float, float]:

@@ -87,6 +87,7 @@ class SweepConfig:
     requests_per_level: Optional[int] = None  # None: max(2N, 8) capped at 512
     max_requests_cap: int = 512
     warmup: bool = True
+    warmup_tokens: int = 64                   # new tokens per warm-up request (2N per level)
     deadline_s: Optional[float] = None
     log_dir: Optional[str] = None
     python: Optional[str] = None
@@ -95,6 +96,7 @@ class SweepConfig:
     vocab: Optional[int] = None
     sample_interval_s: float = 0.5
     traces_out: Optional[str] = None
+    metrics_out: Optional[str] = None         # /metrics excerpt after every level
     plot: bool = True
     command: Optional[str] = None
     quiet: bool = False
@@ -417,7 +419,9 @@ class Sweep:
                 "--cuda-graph-backend-prefill", "disabled",
                 "--cuda-graph-backend-decode", "full",
                 "--cuda-graph-bs-decode", *[str(b) for b in cg],
-                "--random-seed", str(c.seed), "--log-level", "info"]
+                "--random-seed", str(c.seed), "--log-level", "info",
+                # several servers share the host: idle ones must not spin on a CPU core
+                *(["--sleep-on-idle"] if n_started > 1 else [])]
 
     def user_server_args(self) -> List[str]:
         out: List[str] = []
@@ -512,6 +516,10 @@ class Sweep:
                              "burst_s": c.burst_s}
         else:
             wl["concurrency"] = list(c.concurrency)
+            wl["throughput_window"] = ("steady: from the moment every one of the level's first N "
+                                       "requests has its first token until issuing stops (row "
+                                       "'window'; 'whole' when that span is under 1 s); "
+                                       "output_tok_s_whole includes ramp-up and drain")
         res = {
             "schema": "adaptive-spec-bench/1",
             "date": today(),
@@ -608,18 +616,21 @@ class Sweep:
         return fn
 
     async def warmup(self, sp: ServerProcess) -> None:
+        """One short wave at every level's batch size: the first batch of a new size can
+        compile kernels (Triton specialises on sizes) and adaptive servers learn their cost
+        model; neither should land inside a measured level."""
         c = self.cfg
+        sizes = sorted({min(4, self.max_concurrency), self.max_concurrency,
+                        *(n for kind, n in self.levels() if kind == "closed")})
+        records = []
         async with self.client(sp) as cl:
-            small = lg.steady(min(4, self.max_concurrency), 30.0)
-            cl.sp = dict(cl.sp, max_new_tokens=min(32, c.new_tokens))
-            r1 = await lg.run_closed(cl, self.prompt_fn("warmup-a"), small, max_requests=4,
-                                     time_budget_s=20.0, drain_s=20.0)
-            n = self.max_concurrency
-            cl.sp = dict(cl.sp, max_new_tokens=min(8, c.new_tokens))
-            r2 = await lg.run_closed(cl, self.prompt_fn("warmup-b"), lg.steady(n, 30.0),
-                                     max_requests=n, time_budget_s=20.0, drain_s=20.0)
+            cl.sp = dict(cl.sp, max_new_tokens=min(c.warmup_tokens, c.new_tokens))
+            for n in sizes:
+                r = await lg.run_closed(cl, self.prompt_fn(f"warmup-{n}"), lg.steady(n, 30.0),
+                                        max_requests=2 * n, time_budget_s=20.0, drain_s=20.0)
+                records += r.records
             await lg.wait_idle(cl, 30.0)
-        errs = [r.error for r in r1.records + r2.records if r.error]
+        errs = [r.error for r in records if r.error]
         if errs:
             raise RunError(f"{sp.name}: warm-up requests failed ({len(errs)}): {errs[0]}")
 
@@ -693,7 +704,12 @@ class Sweep:
             row = dict(base, concurrency=int(val) if kind == "closed" else self.max_concurrency)
             if kind == "open":
                 row["request_rate"] = float(val)
-            row.update(st.summarize(recs, window=res.window, stream=c.stream))
+            steady = res.steady_window(int(val)) if kind == "closed" else None
+            row.update(st.summarize(recs, window=steady or res.window, stream=c.stream))
+            row["window"] = "steady" if steady else "whole"
+            if steady:  # the whole level too (ramp-up and drain included), for reference
+                row["output_tok_s_whole"] = st.summarize(recs, window=res.window,
+                                                         stream=c.stream)["output_tok_s"]
             self._server_side(row, samples)
             row["level_wall_s"] = round(time.time() - t_wall, 2)
             err = st.first_error(recs)
@@ -864,6 +880,8 @@ class Sweep:
                 for sp in ready:
                     for lv in levels:
                         await self._one(sp, lv)
+            for sp in ready:
+                await self._final_status(sp)
             return
         for sp in servers:
             if self.time_left() < 60:
@@ -884,6 +902,7 @@ class Sweep:
                 if await self._warm(sp):
                     for lv in levels:
                         await self._one(sp, lv)
+                    await self._final_status(sp)
             except ServerDied as e:
                 self.failed[sp.name] = str(e)
                 self.systems_info[sp.name]["error"] = str(e).splitlines()[0][:300]
@@ -923,10 +942,43 @@ class Sweep:
             return
         n0 = len(self.rows)
         await self.measure_level(sp, lv)
+        await self._scrape_metrics(sp, label)
         self.write()
         new = self.rows[n0:]
         msg = "; ".join(_row_text(r) for r in new)
         self.prog.step(f"{label}: {msg}")
+
+
+    async def _final_status(self, sp: ServerProcess) -> None:
+        """Keep what an adaptive-spec server learned (cost table, acceptance, decisions)."""
+        async with self.client(sp) as cl:
+            code, obj = await cl.get_json(lg.STATUS_PATH, timeout=10.0)
+        if code == 200 and isinstance(obj, dict):
+            keep = ("cost_model", "acceptance", "decisions", "steps_histogram", "step_modes",
+                    "switches", "decide_us_mean", "rank_check", "fallback")
+            ranks = [r for r in obj.get("ranks") or [] if isinstance(r, dict)] or [obj]
+            self.systems_info[sp.name]["final_status"] = [
+                {k: r.get(k) for k in keep if k in r} for r in ranks]
+
+    async def _scrape_metrics(self, sp: ServerProcess, label: str) -> None:
+        """Append the server's adaptive-spec and speculative series from /metrics (once per
+        level, after it, so the scrape never overlaps a measurement)."""
+        if not self.cfg.metrics_out:
+            return
+        async with self.client(sp) as cl:
+            text = await cl.get_text("/metrics", timeout=10.0)
+        if text is None:
+            return
+        keep = [ln for ln in text.splitlines()
+                if ln.startswith(METRIC_PREFIXES) and not ln.startswith("#")]
+        with open(self.cfg.metrics_out, "a") as f:
+            f.write(f"# {time.strftime('%H:%M:%S')} {label}\n")
+            f.write("".join(ln + "\n" for ln in keep))
+
+
+# /metrics series kept by --metrics-out: ours, and SGLang's speculative / load gauges.
+METRIC_PREFIXES = ("adaptive_spec", "sglang:spec", "sglang:num_running_reqs",
+                   "sglang:num_queue_reqs", "sglang:gen_throughput")
 
 
 def _fmt(v, nd=1):

@@ -12,8 +12,20 @@ For a fixed batch the same k maximises the batch's throughput (bs * E_k / t) and
 request's token rate (E_k / t), so "throughput when busy, latency when idle" is one rule;
 with `tpot_slo_ms` the choice is restricted to the k whose predicted TPOT (t / E_k) meets
 the target when any does. Unmeasured cells are estimated from measured neighbours and
-probed rarely (one step, round-robin) until they have `min_samples` samples. A switch
+probed rarely (a few steps, round-robin) until they have `min_samples` samples. A switch
 needs a `switch_margin` gain, so the choice does not flap on noise.
+
+What the GPU runs of 2026-11-29 taught the table and the probes:
+- A cell's first samples can be stalls (a Triton compile on a new batch shape). Averaged, they
+  made k=0 look slower than drafting, and a cell never chosen never got the samples that would
+  correct it. So each sync merges a trimmed mean (samples over 4x the median dropped), and
+  every `refresh_interval` decisions the stalest other k of the bucket gets a short probe.
+- The median alone is wrong the other way: it drops the prefills that run between decode
+  steps, and those cost a drafting server more per step (requests finish in fewer steps), so
+  the policy drafted where the plain decode was 10-35% faster end to end.
+- A probe is expensive exactly where drafting loses (at 256 requests one k=3 step cost 17x a
+  k=0 step). So only a k that could still win is probed: no estimate yet, or an estimated
+  goodput within `probe_optimism` of the best.
 
 Tensor parallelism: every input is rank-identical except the measured times. Those are
 accumulated locally and merged into the table only every `sync_interval` decisions, through
@@ -39,42 +51,63 @@ def bucket_of(batch_size: int) -> int:
 class StepTimeTable:
     """t(bucket, k): mean seconds per decode step, with sample counts."""
 
+    LOCAL_CAP = 64  # samples kept per cell between two syncs (the latest)
+
     def __init__(self, max_steps: int, decay: float = 0.9):
         self.max_steps = max_steps
         self.decay = decay  # weight of the old mean at each sync (adapts to drift)
         n = (MAX_BUCKET_EXP + 1) * (max_steps + 1)
         self.mean = [0.0] * n
         self.count = [0.0] * n
-        # Local, not yet merged: sums and counts since the last sync.
-        self._sum = [0.0] * n
-        self._n = [0.0] * n
+        self.syncs = 0
+        self.fresh_at = [-1] * n  # sync number at which each cell last got samples
+        # Local, not yet merged: the samples since the last sync.
+        self._local: list[list[float]] = [[] for _ in range(n)]
+        self._active: set[int] = set()  # cells with local samples (a sync touches only these)
 
     def _i(self, bucket: int, k: int) -> int:
         return bucket * (self.max_steps + 1) + k
 
     def record(self, batch_size: int, k: int, seconds: float) -> None:
         i = self._i(bucket_of(batch_size), k)
-        if self.count[i] >= 3 and seconds > 3.0 * self.mean[i]:
-            return  # a prefill or a stall between two decode results, not a decode step
-        self._sum[i] += seconds
-        self._n[i] += 1
+        if self.count[i] >= 3 and seconds > 10.0 * self.mean[i]:
+            return  # a stall (a compile, a huge prefill burst), not the cost of this k
+        local = self._local[i]
+        local.append(seconds)
+        self._active.add(i)
+        if len(local) > self.LOCAL_CAP:
+            del local[0]
 
     def sync(self, reducer: Callable[[list], list]) -> None:
-        """Merge local samples (averaged over ranks by `reducer`) into the shared table."""
-        merged = reducer(self._sum + self._n)
-        half = len(self._sum)
-        sums, ns = merged[:half], merged[half:]
-        for i in range(half):
-            if ns[i] > 0:
-                fresh = sums[i] / ns[i]
-                if self.count[i] == 0:
-                    self.mean[i] = fresh
-                else:
-                    w_old = self.decay * min(self.count[i], 50.0)
-                    self.mean[i] = (w_old * self.mean[i] + ns[i] * fresh) / (w_old + ns[i])
-                self.count[i] += ns[i]
-        self._sum = [0.0] * half
-        self._n = [0.0] * half
+        """Merge each cell's local trimmed mean (averaged over ranks by `reducer`, weighted by
+        the sample counts) into the shared table. Every rank calls this at the same decision."""
+        n = len(self._local)
+        weighted = [0.0] * n
+        counts = [0.0] * n
+        for i in self._active:
+            kept = _trimmed(self._local[i])
+            counts[i] = float(len(kept))
+            weighted[i] = sum(kept)
+            self._local[i].clear()
+        self._active.clear()
+        merged = reducer(weighted + counts)
+        sums, ns = merged[:n], merged[n:]
+        self.syncs += 1
+        for i in [i for i, c in enumerate(ns) if c > 0]:
+            fresh = sums[i] / ns[i]
+            if self.count[i] == 0 or (ns[i] >= 2 and not 0.5 <= fresh / self.mean[i] <= 2.0):
+                # new, or a change too large for noise (a bad start, a new context length):
+                # start the cell again from the fresh samples
+                self.mean[i], self.count[i] = fresh, 0.0
+            else:
+                w_old = self.decay * min(self.count[i], 12.0)  # recent samples dominate
+                self.mean[i] = (w_old * self.mean[i] + ns[i] * fresh) / (w_old + ns[i])
+            self.count[i] += ns[i]
+            self.fresh_at[i] = self.syncs
+
+    def staleness(self, bucket: int, k: int) -> int:
+        """Syncs since the cell last got samples (large when never)."""
+        return self.syncs - self.fresh_at[self._i(bucket, k)]
 
     def samples(self, bucket: int, k: int) -> float:
         return self.count[self._i(bucket, k)]
@@ -103,6 +136,20 @@ class StepTimeTable:
         return out  # {batch bucket: {k: ms}}
 
 
+def _median(values: list[float]) -> float:
+    v = sorted(values)
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else 0.5 * (v[mid - 1] + v[mid])
+
+
+def _trimmed(values: list[float], factor: float = 4.0) -> list[float]:
+    """The samples within `factor` x their median. The mean of what is left keeps the
+    prefills that run between decode steps (a real cost, and one that grows with k: requests
+    finish in fewer steps) but not the rare stalls (a Triton compile on a new shape)."""
+    cut = factor * _median(values)
+    return [v for v in values if v <= cut]
+
+
 class GoodputPolicy:
     # Prior per-position acceptance before any measurement: optimistic, so drafting is
     # tried; the measured values replace it after the first verify results.
@@ -118,7 +165,9 @@ class GoodputPolicy:
         self.sync_interval = 32
         self.min_samples = 6
         self.explore_interval = 16
+        self.refresh_interval = 1024  # re-measure a non-chosen k of a filled bucket (~0.5%)
         self.probe_len = 3  # from k=0 the first step only catches the draft up
+        self.probe_optimism = 1.4  # probe k only if goodput[k] * this >= the best estimate
         self.switch_margin = 0.03
         self._decisions = 0
         self._current: Optional[int] = None
@@ -156,12 +205,12 @@ class GoodputPolicy:
         if self._decisions % self.sync_interval == 0:
             self.table.sync(self.reducer)
         bucket = bucket_of(snap.running)
-        probe = self._probe(bucket)
-        if probe is not None:
-            return Decision(probe, "cost_model")
         expected = self.expected_tokens(acc)
         goodput = [expected[k] / self.step_time(bucket, k) for k in range(self.max_steps + 1)]
         self._last_goodput = {k: g for k, g in enumerate(goodput)}
+        probe = self._probe(bucket, goodput)
+        if probe is not None:
+            return Decision(probe, "cost_model")
         candidates = list(range(self.max_steps + 1))
         reason = "cost_model"
         slo = self.cfg.tpot_slo_ms
@@ -176,20 +225,34 @@ class GoodputPolicy:
         self._current = best
         return Decision(best, reason)
 
-    def _probe(self, bucket: int) -> Optional[int]:
-        """Round-robin short probes of under-sampled k at this bucket, rarely."""
+    def _probe(self, bucket: int, goodput: list[float]) -> Optional[int]:
+        """Round-robin short probes of under-sampled k at this bucket, rarely, and only of a
+        k that could still win (identical on every rank: the table only changes at syncs)."""
         if self._probe_left > 0:
             self._probe_left -= 1
             return self._probe_k
         if self._decisions % self.explore_interval != 0:
             return None
-        # Identical on every rank: the table only changes at syncs.
-        under = [k for k in range(self.max_steps + 1) if self.table.samples(bucket, k) < self.min_samples]
-        if not under:
+        best = max(goodput)
+
+        def could_win(k: int) -> bool:
+            return (k == 0 or self.table.estimate(bucket, k) is None
+                    or goodput[k] * self.probe_optimism >= best)
+
+        under = [k for k in range(self.max_steps + 1)
+                 if self.table.samples(bucket, k) < self.min_samples and could_win(k)]
+        others = [k for k in range(self.max_steps + 1) if k != self._current and could_win(k)]
+        if under:
+            k = under[(self._decisions // self.explore_interval) % len(under)]
+        elif self._decisions % self.refresh_interval == 0 and self._current is not None and others:
+            # A filled bucket: refresh the stalest k other than the chosen one, so an estimate
+            # that went wrong (or a cost that drifted) cannot keep a k unchosen for ever.
+            k = max(others, key=lambda k: (self.table.staleness(bucket, k), -k))
+        else:
             return None
-        self._probe_k = under[(self._decisions // self.explore_interval) % len(under)]
+        self._probe_k = k
         self._probe_left = self.probe_len - 1
-        return self._probe_k
+        return k
 
     def describe(self) -> dict:
         return {"step_ms": self.table.snapshot(), "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in self._last_goodput.items()}}

@@ -64,6 +64,17 @@ def tp_mean_reducer():
     return reduce_mean
 
 
+def tp_rank_of(worker) -> int:
+    """The tensor-parallel rank of a spec worker (0.5.16 keeps it in `worker.ps`; the GPU run
+    of 2026-11-29 showed both TP ranks labelled 0 when it was read from the target worker)."""
+    for holder in (getattr(worker, "ps", None), getattr(worker, "_target_worker", None),
+                   getattr(getattr(worker, "_target_worker", None), "ps", None)):
+        rank = getattr(holder, "tp_rank", None)
+        if isinstance(rank, int):
+            return rank
+    return 0
+
+
 def after_eagle_worker_init(ret, worker, *args, **kwargs):
     """AFTER hook on EAGLEWorkerV2.__init__: install our policy into SGLang's controller."""
     cfg = AdaptiveSpecConfig.from_env()
@@ -73,7 +84,7 @@ def after_eagle_worker_init(ret, worker, *args, **kwargs):
     if controller is None:
         logger.error("adaptive_spec: SGLang adaptive machinery is off; static speculation only")
         return None
-    rank = int(getattr(getattr(worker, "_target_worker", None), "tp_rank", 0) or 0)
+    rank = tp_rank_of(worker)
     ctl = init_controller(cfg, rank, reducer=tp_mean_reducer())
     register_spec_worker(worker)
     if getattr(getattr(worker, "server_args", None), "enable_metrics", False):

@@ -4,7 +4,7 @@ Speaks just enough of SGLang 0.5.16's native API: ``GET /health``, ``POST /gener
 (``input_ids`` + ``sampling_params``; streamed ``data: {...}`` events with cumulative
 ``output_ids`` and ``meta_info``, then ``data: [DONE]``; or one JSON when not streamed),
 ``GET /server_info``, ``GET /v1/loads`` and, with ``--fake-status``, ``GET
-/adaptive_spec/status``.
+/adaptive_spec/status`` and ``GET /metrics``.
 
 Output: the last prompt token repeated (like the synthetic "repeat" target), or with
 ``--fake-lossy`` that token + 1 from the 3rd token on.  Speculative (``--speculative-algorithm``
@@ -82,6 +82,21 @@ class Fake:
             raise web.HTTPNotFound()
         return web.json_response({"steps": self.cur_steps(), "steps_histogram": self.steps_hist})
 
+    async def metrics(self, req):
+        # FAKE exposition: one of our series and one SGLang series that --metrics-out drops
+        if not self.a.fake_status:
+            raise web.HTTPNotFound()
+        body = (
+            "# HELP adaptive_spec_draft_steps fake\n"
+            f'adaptive_spec_draft_steps{{tp_rank="0"}} {self.cur_steps()}\n'
+            "sglang:prompt_tokens_total 1.0\n").encode()
+        if "gzip" in req.headers.get("Accept-Encoding", ""):  # as prometheus_client does
+            import gzip
+
+            return web.Response(body=gzip.compress(body), content_type="text/plain",
+                                headers={"Content-Encoding": "gzip"})
+        return web.Response(body=body, content_type="text/plain")
+
     def outputs(self, prompt, n):
         last = prompt[-1] if prompt else 7
         return [last + 1 if (self.a.fake_lossy and i >= 2) else last for i in range(n)]
@@ -142,6 +157,7 @@ def make_app(a) -> web.Application:
     app.router.add_get("/server_info", f.server_info)
     app.router.add_get("/v1/loads", f.loads)
     app.router.add_get("/adaptive_spec/status", f.status)
+    app.router.add_get("/metrics", f.metrics)
     app.router.add_post("/generate", f.generate)
     return app
 

@@ -204,3 +204,20 @@ def test_level_request_counts():
     assert lg.level_requests(64) == 128
     assert lg.level_requests(256) == 512
     assert lg.level_requests(1024) == 512
+
+
+def _rec(idx, first_token):
+    r = lg.RequestRecord(idx=idx)
+    r.start = first_token - 0.1
+    r.chunk_times, r.chunk_tokens = [first_token, first_token + 0.5], [1, 1]
+    return r
+
+
+def test_steady_window_starts_when_the_first_n_requests_all_stream():
+    recs = [_rec(0, 10.2), _rec(1, 10.9), _rec(2, 10.4), _rec(3, 11.0)]  # idx 3 replaced idx 0
+    res = lg.LoopResult(recs, t0=10.0, t_stop_issue=15.0, t_end=16.0, cut_off=0)
+    assert res.steady_window(3) == (10.9, 15.0)
+    assert res.steady_window(4) == (11.0, 15.0)
+    assert res.steady_window(5) is None  # fewer requests than the concurrency
+    short = lg.LoopResult(recs, t0=10.0, t_stop_issue=11.5, t_end=12.0, cut_off=0)
+    assert short.steady_window(3) is None  # under a second: the caller falls back

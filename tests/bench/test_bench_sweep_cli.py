@@ -41,6 +41,9 @@ def test_sweep_starts_four_systems_and_writes_valid_json(tmp_path, fake_env, mod
     assert by[("eagle3", 4)]["tok_s_vs_envelope"] == pytest.approx(1.0, abs=0.05) or \
         by[("plain", 4)]["tok_s_vs_envelope"] == pytest.approx(1.0, abs=0.05)
     assert by[("adaptive-spec:threshold", 4)]["steps_histogram"]
+    # what the adaptive server reported after the last level is kept with the system
+    assert "steps_histogram" in res["systems"]["adaptive-spec:threshold"]["final_status"][0]
+    assert "final_status" not in res["systems"]["plain"]
     # builtin-adaptive was started at 7 steps (SGLang's default config needs that)
     cmd_log = (tmp_path / "logs" / "server-builtin-adaptive.log").read_text()
     assert "--speculative-adaptive" in cmd_log and "--speculative-num-steps 7" in cmd_log
@@ -90,6 +93,7 @@ def test_sweep_attach_open_loop_and_step_pattern(tmp_path, model_dirs):
         rc = cli.main(["sweep", "--systems", "plain,adaptive-spec:threshold",
                        "--attach", f"plain={a.url}", "--attach", f"adaptive-spec:threshold={b.url}",
                        "--rate", "50,200", "--concurrency", "8", "--new-tokens", "8",
+                       "--metrics-out", str(tmp_path / "metrics.txt"),
                        "--out", str(out), "--no-plot", "--no-warmup", *FAST])
         assert rc == 0
         res = json.loads(out.read_text())
@@ -102,6 +106,12 @@ def test_sweep_attach_open_loop_and_step_pattern(tmp_path, model_dirs):
         assert "vocab 1000" in res["model"]
         # the fake's "lossy" mode changes tokens: the check must say so
         assert res["lossless"]["adaptive-spec:threshold"]["identical_to_plain"] is False
+        # --metrics-out: one excerpt per level of the server that has /metrics, ours only
+        m = (tmp_path / "metrics.txt").read_text().splitlines()
+        assert [ln for ln in m if ln.startswith("#")][0].endswith("adaptive-spec:threshold open=50.0")
+        assert sum(ln.startswith("# ") for ln in m) == 2
+        assert sum(ln.startswith("adaptive_spec_draft_steps") for ln in m) == 2
+        assert not any("prompt_tokens" in ln for ln in m)
 
         out2 = tmp_path / "2026-11-29-step.json"
         rc = cli.main(["sweep", "--systems", "plain,adaptive-spec:threshold",
@@ -182,6 +192,8 @@ def run_cli(cli_cmd, *args, timeout=60):
      "bad --system-args"),
     (["sweep", "--systems", "plain", "--target", "/tmp", "--time-budget-s", "0"],
      "time-budget"),
+    (["sweep", "--systems", "plain", "--target", "/tmp", "--warmup-tokens", "0"],
+     "--warmup-tokens must be >= 1"),
     (["plot", "/nonexistent/file.json"], "cannot read"),
     (["table", "/nonexistent/file.json"], "cannot read"),
     (["frobnicate"], "invalid choice"),

@@ -147,3 +147,16 @@ def test_worker_hook_is_inert_without_settings(monkeypatch):
     worker.adaptive_controller = None
     after_eagle_worker_init(None, worker)
     assert state.get_controller() is None
+
+
+def test_tp_rank_is_read_where_sglang_0516_keeps_it():
+    """GPU run at TP=2 (2026-11-29): both ranks logged "rank 0" when the rank was read from
+    the target worker; EAGLEWorkerV2 of 0.5.16 keeps it in `ps`."""
+    import types
+
+    from adaptive_spec.sglang_plugin.hooks_worker import tp_rank_of
+
+    assert tp_rank_of(types.SimpleNamespace(ps=types.SimpleNamespace(tp_rank=1),
+                                            _target_worker=types.SimpleNamespace())) == 1
+    assert tp_rank_of(types.SimpleNamespace(_target_worker=types.SimpleNamespace(tp_rank=3))) == 3
+    assert tp_rank_of(types.SimpleNamespace()) == 0

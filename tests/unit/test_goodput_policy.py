@@ -144,7 +144,7 @@ def test_every_rank_makes_the_same_decisions_from_different_local_timings():
             correct = [sum(1 for _ in range(k) if acc_rng.random() < 0.8) for _ in range(bs)]
             skew = 1.1 if r == 2 else 1.0
             pending = (k, correct, skew * true_step_s(bs, k) * (1 + time_rng.uniform(-0.05, 0.05)))
-        out[r] = chosen
+        out[r] = (chosen, ctl.status()["rank_check"])
 
     threads = [threading.Thread(target=run, args=(r,)) for r in range(ranks)]
     for t in threads:
@@ -153,7 +153,28 @@ def test_every_rank_makes_the_same_decisions_from_different_local_timings():
         t.join(timeout=120)
     assert all(o is not None for o in out)
     assert out[0] == out[1] == out[2]
-    assert len(set(out[0])) > 1  # it did adapt between the two loads
+    assert len(set(out[0][0])) > 1  # it did adapt between the two loads
+    assert out[0][1]["decisions"] == 1200  # the digest the GPU run compares across ranks
+
+
+def test_rank_check_digest_differs_when_one_decision_differs(caplog):
+    import adaptive_spec.controller as controller
+
+    a, b = Controller(AdaptiveSpecConfig()), Controller(AdaptiveSpecConfig())  # threshold 32
+    for ctl, bs in ((a, [1] * 10), (b, [1] * 9 + [256])):
+        for n in bs:
+            ctl.decide(n)
+    assert a.decision_count == b.decision_count == 10
+    assert a.status()["rank_check"] != b.status()["rank_check"]
+    caplog.set_level("INFO", logger="adaptive_spec")
+    old = controller.RANK_CHECK_EVERY
+    controller.RANK_CHECK_EVERY = 4
+    try:
+        for _ in range(4):
+            a.decide(1)
+    finally:
+        controller.RANK_CHECK_EVERY = old
+    assert any("rank_check rank=0 decisions=12 digest=" in r.message for r in caplog.records)
 
 
 def test_catch_up_steps_are_not_step_time_samples():
@@ -165,3 +186,56 @@ def test_catch_up_steps_are_not_step_time_samples():
     ctl.on_result(0, [0] * 8, mode="off")
     ctl.policy.table.sync(lambda v: v)
     assert ctl.policy.table.samples(bucket_of(8), 0) == 1
+
+
+class StallingFirstSamples:
+    """Wraps observe_step_time: the first `n` samples of step count `k` are `factor` times
+    the truth (a Triton compile on a new shape, prefills between decode results)."""
+
+    def __init__(self, policy, k, n, factor):
+        self.inner, self.k, self.left, self.factor = policy.observe_step_time, k, n, factor
+        policy.observe_step_time = self
+
+    def __call__(self, bs, k, seconds):
+        if k == self.k and self.left > 0:
+            self.left -= 1
+            seconds *= self.factor
+        self.inner(bs, k, seconds)
+
+
+def test_recovers_from_stalled_first_samples_of_the_off_cell():
+    """Regression (GPU run 2026-11-29, always-wrong draft): with the mean of the first samples,
+    stalls made k=0 look slower than drafting; never chosen, k=0 never got the samples that
+    would correct it, and the server drafted at every load with nothing accepted."""
+    ctl = make_ctl()
+    StallingFirstSamples(ctl.policy, k=0, n=6, factor=4.0)  # every first sample a stall
+    chosen = simulate(ctl, 32, 0.0, 8000, random.Random(3))
+    tail = chosen[-3000:]  # refreshes come every 1024 decisions; a few of them correct it
+    assert tail.count(0) >= 0.98 * len(tail), {k: tail.count(k) for k in set(tail)}
+
+
+def test_one_stall_among_a_probes_samples_does_not_move_the_estimate():
+    table = StepTimeTable(max_steps=3)
+    for t in (0.010, 0.200, 0.011):  # one probe: three steps, the middle one a stall
+        table.record(8, 0, t)
+    table.sync(lambda v: v)
+    assert table.estimate(bucket_of(8), 0) == pytest.approx(0.0105)  # the stall trimmed
+
+
+def test_refresh_probes_are_rare_and_rank_identical():
+    ctl = make_ctl()
+    chosen = simulate(ctl, 64, 0.0, 6000, random.Random(4))
+    tail = chosen[2000:]
+    off_choice = [k for k in tail if k != 0]
+    assert 0 < len(off_choice) <= 0.01 * len(tail)  # refreshes happen, about 0.3% of steps
+
+
+def test_no_probes_of_a_step_count_that_cannot_win():
+    """GPU run 2026-11-29: at 256 requests a k=3 probe step cost 17x a k=0 step, so the
+    probes alone took ~30% of a level. A k whose estimate (scaled from the neighbouring
+    bucket) is far below the best is not probed at a new bucket."""
+    ctl = make_ctl()
+    simulate(ctl, 128, 0.3, 1500, random.Random(5))  # fills bucket 128
+    chosen = simulate(ctl, 256, 0.3, 1000, random.Random(6))  # a new bucket
+    assert chosen.count(2) == chosen.count(3) == 0, {k: chosen.count(k) for k in set(chosen)}
+    assert 0 < chosen.count(1) <= 30  # k=1 could still win here: probed, a few steps
