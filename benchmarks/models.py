@@ -68,6 +68,14 @@ PRESETS: Dict[str, Dict[str, int]] = {
     # CPU tests and the pure-torch simulation
     "tiny": dict(hidden=256, inter=512, layers=4, heads=4, kv_heads=2, vocab=4096,
                  draft_vocab=2048),
+    # Qwen3-30B-A3B's MoE (48 layers, 128 experts of width 768, 8 active, vocab 151936) with
+    # 16 query heads of 128 (the real model has 32: attention is a small share of its cost);
+    # ~58 GiB of bf16 weights. inter is the draft's MLP width.
+    "qwen3-moe": dict(hidden=2048, inter=6144, layers=48, heads=16, kv_heads=4, vocab=151936,
+                      draft_vocab=32000, experts=128, experts_per_tok=8, moe_inter=768),
+    # the same layout, small enough for the CPU tests and the simulation
+    "tiny-moe": dict(hidden=256, inter=512, layers=4, heads=4, kv_heads=2, vocab=4096,
+                     draft_vocab=2048, experts=4, experts_per_tok=2, moe_inter=64),
 }
 
 # Embedding layout constants (see MODELS.md): entries ~ EMBED_STD, the shared coordinate
@@ -97,6 +105,16 @@ class Shape:
     max_pos: int = 8192
     rope_theta: float = 10000.0
     rms_eps: float = 1e-5
+    # Mixture of experts (Qwen3-MoE layout) when experts > 0: every target layer's MLP is a
+    # router over `experts` experts of width `moe_inter`, `experts_per_tok` active per token.
+    # `inter` stays the EAGLE-3 draft's (dense) MLP width.
+    experts: int = 0
+    experts_per_tok: int = 0
+    moe_inter: int = 0
+
+    @property
+    def moe(self) -> bool:
+        return self.experts > 0
 
     @property
     def head_dim(self) -> int:
@@ -132,6 +150,10 @@ class Shape:
             raise UsageError(f"--draft-vocab must be vocab or <= vocab-{len(SPECIAL_TOKENS)}")
         if self.rope_theta <= 1:
             raise UsageError("--rope-theta must be > 1")
+        if self.experts < 0 or (self.experts and not (
+                1 <= self.experts_per_tok <= self.experts and self.moe_inter > 0)):
+            raise UsageError("an MoE shape needs --experts > 0, 1 <= --experts-per-tok <= "
+                             "experts and --moe-inter > 0")
 
     def aux_layer_ids(self) -> Optional[List[int]]:
         """eagle_config layer ids for the draft config, None when SGLang's default works.
@@ -538,9 +560,19 @@ class Builder:
             t[pre + "self_attn.k_proj.weight"] = self.rnd(kvd, H)
             t[pre + "self_attn.v_proj.weight"] = self.rnd(kvd, H)
             t[pre + "self_attn.o_proj.weight"] = self.zeros(H, qd)
-            t[pre + "mlp.gate_proj.weight"] = self.rnd(I, H)
-            t[pre + "mlp.up_proj.weight"] = self.rnd(I, H)
-            t[pre + "mlp.down_proj.weight"] = self.zeros(H, I)
+            if s.moe:  # router and experts run at full cost; every expert adds zero
+                t[pre + "self_attn.q_norm.weight"] = self.ones(hd)
+                t[pre + "self_attn.k_norm.weight"] = self.ones(hd)
+                t[pre + "mlp.gate.weight"] = self.rnd(s.experts, H)
+                for e in range(s.experts):
+                    ex = f"{pre}mlp.experts.{e}."
+                    t[ex + "gate_proj.weight"] = self.rnd(s.moe_inter, H)
+                    t[ex + "up_proj.weight"] = self.rnd(s.moe_inter, H)
+                    t[ex + "down_proj.weight"] = self.zeros(H, s.moe_inter)
+            else:
+                t[pre + "mlp.gate_proj.weight"] = self.rnd(I, H)
+                t[pre + "mlp.up_proj.weight"] = self.rnd(I, H)
+                t[pre + "mlp.down_proj.weight"] = self.zeros(H, I)
             t[pre + "input_layernorm.weight"] = self.ones(H)
             t[pre + "post_attention_layernorm.weight"] = self.ones(H)
         return t
@@ -662,6 +694,21 @@ def llama_config(shape: Shape, arch: str, layers: int, extra: Optional[dict] = N
         "torch_dtype": "bfloat16",
     }
     cfg.update(extra or {})
+    return cfg
+
+
+def target_config(shape: Shape) -> dict:
+    if not shape.moe:
+        return llama_config(shape, "LlamaForCausalLM", shape.layers)
+    cfg = llama_config(shape, "Qwen3MoeForCausalLM", shape.layers, {
+        "model_type": "qwen3_moe", "num_experts": shape.experts,
+        "num_experts_per_tok": shape.experts_per_tok, "moe_intermediate_size": shape.moe_inter,
+        "norm_topk_prob": True, "decoder_sparse_step": 1, "mlp_only_layers": [],
+        "output_router_logits": False, "router_aux_loss_coef": 0.0,
+        "rope_theta": float(shape.rope_theta), "rope_scaling": None,
+        "sliding_window": None, "use_sliding_window": False, "max_window_layers": shape.layers})
+    for k in ("mlp_bias", "pad_token_id"):
+        cfg.pop(k, None)
     return cfg
 
 
@@ -815,7 +862,7 @@ def build(out: str, shape: Shape, drafts: Sequence[DraftSpec], seed: int = 0,
         t = b.target_tensors()
         emp = _empirical_alpha_fn(plan, b, t)
         path = os.path.join(out, "target")
-        write_model(path, llama_config(shape, "LlamaForCausalLM", shape.layers), t,
+        write_model(path, target_config(shape), t,
                     target_meta(plan, requested, emp, dev_type), log)
         written["target"] = path
         del t
@@ -982,23 +1029,48 @@ class RefTarget:
                 x = rms_norm(h, w[pre + "input_layernorm.weight"], self.eps)
             else:
                 x, res = rms_norm(h, w[pre + "input_layernorm.weight"], self.eps, res)
-            q = _lin(x, w[pre + "self_attn.q_proj.weight"])
-            k = _lin(x, w[pre + "self_attn.k_proj.weight"])
+            q = _lin(x, w[pre + "self_attn.q_proj.weight"]).view(-1, self.heads, self.hd)
+            k = _lin(x, w[pre + "self_attn.k_proj.weight"]).view(-1, self.kvh, self.hd)
             v = _lin(x, w[pre + "self_attn.v_proj.weight"])
-            q = _rope(q.view(-1, self.heads, self.hd), pos, self.theta, self.hd)
-            k = _rope(k.view(-1, self.kvh, self.hd), pos, self.theta, self.hd)
+            if pre + "self_attn.q_norm.weight" in w:  # Qwen3: RMSNorm per head before RoPE
+                q = rms_norm(q, w[pre + "self_attn.q_norm.weight"], self.eps)
+                k = rms_norm(k, w[pre + "self_attn.k_norm.weight"], self.eps)
+            q = _rope(q, pos, self.theta, self.hd)
+            k = _rope(k, pos, self.theta, self.hd)
             k = k.reshape(k.shape[0], -1)
             new.append((k, v))
             K, Vv, P = kv.extended(i, k, v, pos)
             a = _attention(q, K, Vv, pos, P, self.heads, self.kvh, self.hd, self_only)
             h = _lin(a, w[pre + "self_attn.o_proj.weight"])
             x, res = rms_norm(h, w[pre + "post_attention_layernorm.weight"], self.eps, res)
-            g = _lin(x, w[pre + "mlp.gate_proj.weight"]).float()
-            u = _lin(x, w[pre + "mlp.up_proj.weight"]).float()
-            h = _lin((torch.nn.functional.silu(g) * u).to(x.dtype), w[pre + "mlp.down_proj.weight"])
+            if pre + "mlp.gate.weight" in w:
+                h = self._moe(x, pre)
+            else:
+                h = _swiglu(x, w, pre + "mlp.")
         x, _ = rms_norm(h, w["model.norm.weight"], self.eps, res)
         logits = _lin(x, w["lm_head.weight"]).float()
         return logits, torch.cat(aux, dim=-1), new
+
+
+    def _moe(self, x: torch.Tensor, pre: str) -> torch.Tensor:
+        """Qwen3-MoE sparse block: softmax router, top-k experts, renormalised weights."""
+        w, c = self.w, self.cfg
+        probs = _lin(x, w[pre + "mlp.gate.weight"]).float().softmax(dim=-1)
+        top_w, top_i = probs.topk(c["num_experts_per_tok"], dim=-1)
+        if c.get("norm_topk_prob", True):
+            top_w = top_w / top_w.sum(dim=-1, keepdim=True)
+        out = torch.zeros(x.shape[0], self.H, dtype=torch.float32, device=x.device)
+        for e in top_i.unique().tolist():
+            rows, slot = (top_i == e).nonzero(as_tuple=True)
+            y = _swiglu(x[rows], w, f"{pre}mlp.experts.{e}.").float()
+            out.index_add_(0, rows, top_w[rows, slot, None] * y)
+        return out.to(x.dtype)
+
+
+def _swiglu(x: torch.Tensor, w: Dict[str, torch.Tensor], pre: str) -> torch.Tensor:
+    g = _lin(x, w[pre + "gate_proj.weight"]).float()
+    u = _lin(x, w[pre + "up_proj.weight"]).float()
+    return _lin((torch.nn.functional.silu(g) * u).to(x.dtype), w[pre + "down_proj.weight"])
 
 
 class RefDraft:
@@ -1239,7 +1311,7 @@ def check_dims(shape: Shape, specs: Sequence[DraftSpec], seed: int = 0, samples:
     b = Builder(plan, device)
     b.start("target")
     tt = b.target_tensors(layers=False)
-    cfg = llama_config(shape, "LlamaForCausalLM", shape.layers)
+    cfg = target_config(shape)
     T = RefTarget(None, device, cfg=cfg, tensors=tt, skip_layers=True)
     g = _cpu_gen(seed, 11)
     ys = plan.order[torch.randperm(plan.n, generator=g)[:samples]].to(device)
@@ -1327,13 +1399,14 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m adaptive_spec.bench.models",
-                description="Write a synthetic Llama target and EAGLE-3 drafts with an "
+                description="Write a synthetic Llama (or Qwen3-MoE) target and EAGLE-3 drafts with an "
                             "acceptance dial (see benchmarks/MODELS.md).")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--preset", default="8b", help="8b (default), 1b or tiny")
+    p.add_argument("--preset", default="8b",
+                   help="8b (default), 1b, tiny, qwen3-moe (Qwen3-MoE layout) or tiny-moe")
     p.add_argument("--tiny", action="store_true", help="same as --preset tiny")
     for k in ("hidden", "inter", "layers", "heads", "kv-heads", "vocab", "draft-vocab",
-              "max-pos"):
+              "max-pos", "experts", "experts-per-tok", "moe-inter"):
         p.add_argument(f"--{k}", type=int, default=None, help="override the preset")
     p.add_argument("--rope-theta", type=float, default=None)
     p.add_argument("--target-mode", default="perm", help="perm (default) or repeat")
@@ -1361,7 +1434,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         shape = shape_from_preset(preset, hidden=a.hidden, inter=a.inter, layers=a.layers,
                                   heads=a.heads, kv_heads=a.kv_heads, vocab=a.vocab,
                                   draft_vocab=a.draft_vocab, max_pos=a.max_pos,
-                                  rope_theta=a.rope_theta)
+                                  rope_theta=a.rope_theta, experts=a.experts,
+                                  experts_per_tok=a.experts_per_tok, moe_inter=a.moe_inter)
         if a.tiny and a.draft_vocab is None and a.vocab is not None:
             shape.draft_vocab = min(shape.draft_vocab, a.vocab)
         drafts = parse_drafts(a.drafts)

@@ -291,6 +291,9 @@ def test_check_dims_tiny():
     ["--out", "X", "--target-mode", "shuffle"],
     ["--out", "X", "--sampling-accept", "1.5"],
     ["--out", "X", "--bogus"],
+    ["--out", "X", "--preset", "tiny-moe", "--experts-per-tok", "9"],
+    ["--out", "X", "--tiny", "--experts", "8"],  # experts without --moe-inter
+    ["--out", "X", "--preset", "moe-large"],
 ])
 def test_bad_input_one_line_exit_2(argv, tmp_path, capsys):
     argv = [str(tmp_path / "o") if x == "X" else x for x in argv]
@@ -401,3 +404,86 @@ def test_checkpoints_load_with_sglang_model_classes(built, tmp_path):
     assert rep["target"]["capture"] == [1, 2, 3]  # three distinct layers of a 4-layer target
     for name in names[1:]:
         assert rep[name]["hot_ok"] and rep[name]["lm_head"] == [2048, 256]
+
+
+# ---------------------------------------------------------------------------- MoE target
+@pytest.fixture(scope="module")
+def built_moe(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("synthetic-moe"))
+    assert M.main(["--out", out, "--preset", "tiny-moe", "--drafts", "aligned,dial:0.7",
+                   "--device", "cpu"]) == 0
+    return out
+
+
+def test_moe_target_runs_router_and_experts_and_follows_the_cycle(built_moe):
+    shape = M.shape_from_preset("tiny-moe")
+    plan = M.make_plan(shape, 0)
+    T = M.RefTarget(os.path.join(built_moe, "target"), capture=shape.capture_layers())
+    ys = plan.order
+    logits, aux, _ = T.forward(ys, torch.zeros_like(ys), M.KV(T.L), self_only=True)
+    assert torch.equal(torch.argmax(logits, dim=-1), plan.next_tok[ys])
+    # the router spreads tokens over every expert: all experts really run
+    x = M.rms_norm(T.embed[ys], T.w["model.layers.0.post_attention_layernorm.weight"], T.eps)
+    routed = M._lin(x, T.w["model.layers.0.mlp.gate.weight"]).topk(2, dim=-1).indices
+    assert set(routed.unique().tolist()) == set(range(shape.experts))
+    r = M.simulate("", "", requests=8, new_tokens=128, steps=3, seed=11,
+                   draft=M.RefDraft(os.path.join(built_moe, "draft-dial-0.7"), T))
+    assert abs(r["acceptance"] - 0.7) <= TOL, r["acceptance"]
+
+
+SGLANG_LOAD_MOE = textwrap.dedent(r'''
+    import os, sys, types
+    vllm = types.ModuleType("vllm"); ops = types.ModuleType("vllm._custom_ops")
+    ops.rotary_embedding = lambda *a, **k: None; vllm._custom_ops = ops
+    sys.modules["vllm"] = vllm; sys.modules["vllm._custom_ops"] = ops
+    import warnings; warnings.filterwarnings("ignore")
+    import json, torch
+    from safetensors.torch import load_file
+    from sglang.srt.distributed import parallel_state as ps
+    ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
+                                    distributed_init_method="file://" + sys.argv[2])
+    ps.initialize_model_parallel(tensor_model_parallel_size=1)
+    from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler
+    sa = ServerArgs(model_path="dummy", device="cpu")
+    set_global_server_args_for_scheduler(sa)
+    from sglang.srt.configs.model_config import ModelConfig
+    from sglang.srt.layers.dp_attention import initialize_dp_attention
+    from sglang.srt.layers.moe.utils import initialize_moe_config
+    from sglang.srt.models.qwen3_moe import Qwen3MoeForCausalLM
+    initialize_moe_config(sa)
+    path = os.path.join(sys.argv[1], "target")
+    mc = ModelConfig(path)
+    initialize_dp_attention(sa, mc)
+    model = Qwen3MoeForCausalLM(mc.hf_config)
+    params = dict(model.named_parameters())
+    for p in params.values():
+        p.data.fill_(float("nan"))
+    ck = load_file(os.path.join(path, "model.safetensors"))
+    model.load_weights(iter(ck.items()))
+    w13 = params["model.layers.1.mlp.experts.w13_weight"].data
+    want = torch.cat([ck["model.layers.1.mlp.experts.3.gate_proj.weight"],
+                      ck["model.layers.1.mlp.experts.3.up_proj.weight"]])
+    ids = json.load(open(os.path.join(sys.argv[1], "draft-dial-0.7", "config.json")))[
+        "eagle_config"]["eagle_aux_hidden_state_layer_ids"]  # 4 layers: the default collides
+    model.set_eagle3_layers_to_capture(ids)
+    print("REPORT " + json.dumps({
+        "unset": sorted(n for n, p in params.items() if torch.isnan(p).any()),
+        "w13": list(w13.shape), "expert3_ok": bool(torch.equal(w13[3], want)),
+        "w2_zero": all(not p.data.any() for n, p in params.items() if n.endswith("w2_weight")),
+        "capture": list(model.model.layers_to_capture)}))
+''')
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sglang") is None, reason="sglang not installed")
+def test_moe_checkpoint_loads_with_sglang_qwen3_moe(built_moe, tmp_path):
+    script = tmp_path / "load_moe.py"
+    script.write_text(SGLANG_LOAD_MOE)
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    r = subprocess.run([sys.executable, str(script), built_moe, str(tmp_path / "gloo")],
+                       capture_output=True, text=True, timeout=240, env=env)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("REPORT ")]
+    assert r.returncode == 0 and lines, r.stderr[-3000:]
+    rep = json.loads(lines[-1][len("REPORT "):])
+    assert rep["unset"] == [] and rep["expert3_ok"] and rep["w2_zero"], rep
+    assert rep["w13"] == [4, 128, 256]  # 4 experts, gate+up of width 64, hidden 256
+    assert rep["capture"] == [1, 2, 3]
