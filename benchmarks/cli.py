@@ -2,6 +2,7 @@
 
   adaptive-spec-bench sweep --target DIR --draft DIR [--systems a,b,...] [--concurrency 1,2,...]
                             [--rate R,...] [--pattern steady|step|sawtooth|bursty] ...
+  adaptive-spec-bench soak --plain URL --sut URL --vocab V --out FILE.json [--duration-s S]
   adaptive-spec-bench plot FILE.json [--out FILE.png]
   adaptive-spec-bench validate [FILE.json ...]        (default: benchmarks/results/*.json)
   adaptive-spec-bench table FILE.json
@@ -65,7 +66,7 @@ def _attach(s: str):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Side-by-side serving sweeps for SGLang + adaptive-spec.")
-    sub = p.add_subparsers(dest="cmd", metavar="{sweep,plot,validate,table,models}",
+    sub = p.add_subparsers(dest="cmd", metavar="{sweep,soak,plot,validate,table,models}",
                            parser_class=_Parser)
 
     s = sub.add_parser("sweep", help="start/attach servers and measure them in one run",
@@ -157,6 +158,27 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-plot", action="store_true")
     g.add_argument("--quiet", action="store_true")
 
+    so = sub.add_parser("soak", help="a long mixed run against running servers (reliability)",
+                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    so.add_argument("--plain", required=True, metavar="URL", help="plain server (reference)")
+    so.add_argument("--sut", required=True, metavar="URL", help="the server under test")
+    so.add_argument("--sut-pid", type=int, default=None,
+                    help="a process of the server's session: its memory is sampled")
+    so.add_argument("--duration-s", type=float, default=660.0, help="load time")
+    so.add_argument("--pattern-s", type=float, default=60.0, help="length of each pattern")
+    so.add_argument("--low", type=int, default=1)
+    so.add_argument("--high", type=int, default=128)
+    so.add_argument("--new-tokens", type=int, default=128)
+    so.add_argument("--prompt-len", type=_ints, default=[40, 128])
+    so.add_argument("--probes", type=int, default=200, help="greedy probe prompts")
+    so.add_argument("--probe-tokens", type=int, default=64)
+    so.add_argument("--odd-every-s", type=float, default=2.0,
+                    help="one request with unusual parameters this often")
+    so.add_argument("--vocab", type=int, required=True, help="the target's vocabulary size")
+    so.add_argument("--tp-size", type=int, default=1)
+    so.add_argument("--seed", type=int, default=0)
+    so.add_argument("--out", required=True, help="result JSON (adaptive-spec-soak/1)")
+
     pl = sub.add_parser("plot", help="FILE.json -> FILE.png")
     pl.add_argument("file")
     pl.add_argument("--out", default=None)
@@ -241,6 +263,37 @@ def cmd_sweep(a, argv) -> int:
     return 0
 
 
+def cmd_soak(a, argv) -> int:
+    import json
+
+    from .loadgen import check_loopback, run_async
+    from .soak import SoakConfig, soak
+
+    for name in ("duration_s", "pattern_s", "odd_every_s"):
+        if getattr(a, name) <= 0:
+            raise BenchError(f"--{name[:-2].replace('_', '-')}-s must be > 0")
+    if min(a.low, a.high, a.probes, a.probe_tokens, a.new_tokens, a.vocab, a.tp_size) < 1 \
+            or a.low > a.high:
+        raise BenchError("--low <= --high, and every count must be >= 1")
+    cfg = SoakConfig(plain=check_loopback(a.plain), sut=check_loopback(a.sut), out=a.out,
+                     sut_pid=a.sut_pid, duration_s=a.duration_s, pattern_s=a.pattern_s,
+                     low=a.low, high=a.high, new_tokens=a.new_tokens, prompt_len=a.prompt_len,
+                     probes=a.probes, probe_tokens=a.probe_tokens, odd_every_s=a.odd_every_s,
+                     vocab=a.vocab, seed=a.seed, tp_size=a.tp_size,
+                     command=f"{PROG} " + shlex.join(argv))
+    res = run_async(soak(cfg))
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
+    odd_bad = {n: c["first_failure"] for n, c in res["odd_requests"].items() if c["failed"]}
+    print(f"soak: {res['requests']} requests, {res['failed']} failed, probes identical to plain: "
+          f"{res['probe_identical_to_plain']}, KV used {res['kv_used_start']} -> "
+          f"{res['kv_used_end']}, RSS {res['rss_mb_start']} -> {res['rss_mb_end']} MB"
+          + (f", odd-request failures: {odd_bad}" if odd_bad else ""))
+    print(f"wrote {a.out}")
+    ok = res["failed"] == 0 and res["probe_identical_to_plain"] and res["health_at_end"] == 200
+    return 0 if ok else 1
+
+
 def cmd_validate(a) -> int:
     from .schema import validate_file
 
@@ -278,6 +331,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if a.cmd == "sweep":
             return cmd_sweep(a, argv)
+        if a.cmd == "soak":
+            return cmd_soak(a, argv)
         if a.cmd == "plot":
             from .plot import plot_file
 

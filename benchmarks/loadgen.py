@@ -342,11 +342,18 @@ class Client:
 
     # -- one request ------------------------------------------------------------------
     async def request(self, rec: RequestRecord, input_ids: List[int],
-                      new_tokens: Optional[int] = None) -> RequestRecord:
+                      new_tokens: Optional[int] = None, *, sampling: Optional[dict] = None,
+                      extra: Optional[dict] = None, stream: Optional[bool] = None) -> RequestRecord:
+        """One /generate call; `sampling` overrides sampling parameters, `extra` adds body
+        fields (e.g. logprobs), `stream` overrides the client's streaming mode."""
         import aiohttp
 
         sp = self.sp if new_tokens is None else dict(self.sp, max_new_tokens=int(new_tokens))
-        body = _dumps({"input_ids": input_ids, "sampling_params": sp, "stream": self.stream})
+        if sampling:
+            sp = dict(sp, **sampling)
+        streaming = self.stream if stream is None else bool(stream)
+        body = _dumps({"input_ids": input_ids, "sampling_params": sp, "stream": streaming,
+                       **(extra or {})})
         rec.prompt_len = len(input_ids)
         st = _Stream(rec)
         rec.start = now()
@@ -357,7 +364,7 @@ class Client:
                     txt = (await resp.read())[:300].decode(errors="replace")
                     rec.error = f"HTTP {resp.status}: {txt}"
                     return rec
-                if not self.stream:
+                if not streaming:
                     data = await resp.read()
                     t = now()
                     obj = _loads(data)

@@ -68,11 +68,13 @@ class Fake:
             "speculative_algorithm": self.a.speculative_algorithm,
             "speculative_num_steps": self.a.speculative_num_steps if self.spec else None,
             "internal_states": [{"avg_spec_accept_length": float(self.k)}],
+            "max_total_num_tokens": 100000,
         })
 
     async def loads(self, req):
         return web.json_response({"loads": [{"dp_rank": 0, "num_running_reqs": self.running,
-                                             "num_waiting_reqs": 0, "gen_throughput": 1.0}]})
+                                             "num_waiting_reqs": 0, "gen_throughput": 1.0,
+                                             "num_used_tokens": 10 * self.running}]})
 
     def cur_steps(self):
         return 0 if self.running >= 4 else (self.k - 1)
@@ -107,6 +109,8 @@ class Fake:
         body = await req.json()
         ids = body.get("input_ids") or []
         sp = body.get("sampling_params") or {}
+        if float(sp.get("top_p", 1.0)) < 1e-3:  # FAKE validation error, as a proper 400
+            return web.Response(status=400, text="fake: top_p too small")
         n = int(sp.get("max_new_tokens", 16))
         out = self.outputs(ids, n)
         stream = bool(body.get("stream"))

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# GPU machine, two commands around other work (issue 8's long run; the load must outlast one
+# 10-minute command, so it runs detached):
+#   SOAK_GPU=1 bash scripts/device/call_soak.sh start     # ~2 min: models, servers, driver (setsid)
+#   ... other commands on the other GPU (the machine must stay held: <30 s idle between calls)
+#   bash scripts/device/call_soak.sh collect              # waits (bounded) and returns the JSON
+# Servers on GPU $SOAK_GPU: plain (reference for the probes) and adaptive-spec (threshold 64,
+# floor 1.5, decision log), dial-0.7 pair. NOT YET RUN on a GPU (written 2026-11-29, session 2).
+source scripts/device/common.sh
+DEADLINE_S=${DEADLINE_S:-570}
+S=/tmp/soak; DIAL=/tmp/dial-8b
+case "${1:-}" in
+start)
+  mkdir -p "$S"
+  if [ ! -f "$DIAL/.done" ]; then
+    ( cd /tmp && CUDA_VISIBLE_DEVICES=${SOAK_GPU:-1} python3 -m adaptive_spec.bench.models --out "$DIAL" \
+        --preset 8b --drafts random,dial:0.7 && touch "$DIAL/.done" ) > "$S/build.log" 2>&1 || exit 3
+  fi
+  export CUDA_VISIBLE_DEVICES=${SOAK_GPU:-1}
+  SA=(--mem-fraction-static 0.92 --max-total-tokens 120000 --max-running-requests 260 --sleep-on-idle "${GRAPH[@]:0:12}")
+  start_server plain 31000 "$S/plain.log" python3 -m sglang.launch_server --model-path "$DIAL/target" "${SA[@]}"
+  P1=$CUR_PID; CUR_PID=""
+  start_server adaptive-spec 31001 "$S/ours.log" python3 -m adaptive_spec.launch_server \
+    --model-path "$DIAL/target" "${SA[@]}" "${EAGLE[@]}" --speculative-draft-model-path "$DIAL/draft-dial-0.7" \
+    --adaptive-spec-threshold 64 --adaptive-spec-min-accept-len 1.5 --adaptive-spec-log-decisions
+  P2=$CUR_PID; CUR_PID=""; trap - EXIT
+  for port in 31000 31001; do for _ in $(seq 1 200); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 1; done; done
+  cd /tmp && setsid nohup sh -c "python3 -m adaptive_spec.bench.cli soak --plain http://127.0.0.1:31000 \
+    --sut http://127.0.0.1:31001 --sut-pid $P2 --vocab 128256 --duration-s ${SOAK_S:-660} \
+    --out $S/soak.json > $S/driver.log 2>&1; touch $S/done" > /dev/null 2>&1 &
+  say "soak running (plain pid $P1, ours pid $P2); collect after ~$(( ${SOAK_S:-660} / 60 + 3 )) min" ;;
+collect)
+  for _ in $(seq 1 $(( $(left) - 30 ))); do [ -f "$S/done" ] && break; sleep 1; done
+  cat "$S/driver.log"; cp "$S/soak.json" "$OUT/" 2>/dev/null
+  grep -E "adaptive_spec|Traceback|rror" "$S/ours.log" | grep -v "GET /adaptive_spec" | tail -300 > "$OUT/ours-excerpt.log"
+  say "collected" ;;
+*) echo "usage: call_soak.sh start|collect"; exit 2 ;;
+esac
