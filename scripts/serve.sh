@@ -4,10 +4,12 @@
 # download), and serves it with adaptive speculation on 127.0.0.1:30000.
 # Extra arguments go to adaptive-spec-server (e.g. --adaptive-spec-policy goodput).
 # Your own models: ADAPTIVE_SPEC_TARGET=... ADAPTIVE_SPEC_DRAFT=... bash scripts/serve.sh
+# ADAPTIVE_SPEC_SERVE_DRY_RUN=1 prints the server command instead of running it.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${ADAPTIVE_SPEC_SERVE_VENV:-$HOME/.cache/adaptive-spec/serve-venv}"
-MODELS="${ADAPTIVE_SPEC_MODELS:-$HOME/.cache/adaptive-spec/models-8b}"
+PRESET="${ADAPTIVE_SPEC_MODEL_PRESET:-8b}"
+MODELS="${ADAPTIVE_SPEC_MODELS:-$HOME/.cache/adaptive-spec/models-$PRESET}"
 if [ ! -f "$VENV/.complete" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip setuptools wheel
@@ -15,17 +17,25 @@ if [ ! -f "$VENV/.complete" ]; then
   touch "$VENV/.complete"
 fi
 TARGET="${ADAPTIVE_SPEC_TARGET:-$MODELS/target}"
-DRAFT="${ADAPTIVE_SPEC_DRAFT:-$MODELS/draft-aligned}"
+DRAFT="${ADAPTIVE_SPEC_DRAFT:-$MODELS/draft-dial-0.7}"
 if [ -z "${ADAPTIVE_SPEC_TARGET:-}" ] && [ ! -f "$MODELS/.done" ]; then
-  # Llama-3-8B-shaped target that repeats its input token, and an EAGLE-3 draft that is
-  # always right (benchmarks/MODELS.md); random weights, built on the GPU in ~30 s.
-  "$VENV/bin/python" -m adaptive_spec.bench.models --out "$MODELS" --preset 8b \
-    --target-mode repeat --draft-vocab 128256 --drafts aligned,random
+  # Llama-3-8B-shaped target and EAGLE-3 drafts whose per-token acceptance is set by
+  # construction (0.7 like a good real draft; 1.0; ~0), random weights, built on the GPU in
+  # ~30 s (benchmarks/MODELS.md). The pair served in the 2026-11-29 sweeps.
+  # (run from the models folder: in the repo root ./adaptive_spec would shadow the install)
+  mkdir -p "$MODELS"
+  (cd "$MODELS" && "$VENV/bin/python" -m adaptive_spec.bench.models \
+    --out "$MODELS" --preset "$PRESET" --drafts dial:0.7,aligned,random) >&2
   touch "$MODELS/.done"
 fi
-exec "$VENV/bin/adaptive-spec-server" --model-path "$TARGET" --host 127.0.0.1 --port 30000 \
-  --skip-tokenizer-init --attention-backend triton --dtype bfloat16 \
-  --speculative-algorithm EAGLE3 --speculative-draft-model-path "$DRAFT" \
-  --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4 \
-  --max-running-requests 256 --cuda-graph-bs-decode 1 2 4 8 16 32 64 128 256 \
-  --adaptive-spec-threshold 96 --adaptive-spec-min-accept-len 1.5 "$@"
+CMD=("$VENV/bin/adaptive-spec-server" --model-path "$TARGET" --host 127.0.0.1 --port 30000
+  --skip-tokenizer-init --attention-backend triton --dtype bfloat16
+  --speculative-algorithm EAGLE3 --speculative-draft-model-path "$DRAFT"
+  --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4
+  --max-running-requests 256 --cuda-graph-bs-decode 1 2 4 8 16 32 64 128 256
+  --adaptive-spec-threshold 32 --adaptive-spec-min-accept-len 1.5 "$@")
+if [ -n "${ADAPTIVE_SPEC_SERVE_DRY_RUN:-}" ]; then
+  printf '%s\n' "${CMD[@]}"
+  exit 0
+fi
+exec "${CMD[@]}"

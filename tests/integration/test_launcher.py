@@ -143,3 +143,30 @@ def test_real_process_exit_code_and_no_traceback(tiny_models):
     assert "Traceback" not in proc.stderr
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     assert lines == ["adaptive-spec-server: error: argument --adaptive-spec-threshold: invalid int value: 'zero'"]
+
+
+def test_readme_main_command_builds_models_and_its_server_command_parses(tmp_path):
+    """scripts/serve.sh (the README's first command) with a dry run: it builds the synthetic
+    pair (tiny preset here) and its server command passes SGLang's parser and ours."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / ".complete").touch()
+    py = venv / "bin" / "python"  # this interpreter, with its packages, as the "venv"
+    py.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    py.chmod(0o755)
+    models = tmp_path / "models"
+    env = dict(os.environ, ADAPTIVE_SPEC_SERVE_VENV=str(venv), ADAPTIVE_SPEC_MODELS=str(models),
+               ADAPTIVE_SPEC_MODEL_PRESET="tiny", ADAPTIVE_SPEC_SERVE_DRY_RUN="1",
+               CUDA_VISIBLE_DEVICES="")
+    r = subprocess.run(["bash", os.path.join(root, "scripts", "serve.sh")], cwd=root, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    cmd = r.stdout.strip().splitlines()
+    assert cmd[0] == str(venv / "bin" / "adaptive-spec-server")
+    for d in ("target", "draft-dial-0.7", "draft-aligned", "draft-random"):
+        assert (models / d / "model.safetensors").exists()
+    server_args, cfg = parse_args(cmd[1:] + ["--device", "cpu"])
+    assert cfg == AdaptiveSpecConfig(threshold=32, min_accept_len=1.5, max_steps=3)
+    assert server_args.speculative_draft_model_path == str(models / "draft-dial-0.7")
+    assert (server_args.host, server_args.port) == ("127.0.0.1", 30000)
