@@ -27,6 +27,21 @@ logger = logging.getLogger("adaptive_spec")
 # parallelism the lines of all ranks must agree (count-based, so no rank skips one).
 RANK_CHECK_EVERY = max(1, int(os.environ.get("ADAPTIVE_SPEC_RANK_CHECK_EVERY", "4096") or 4096))
 
+# Testing aid for fault drills on a real server: "policy@N" makes the N-th decision raise
+# inside the policy, "result@N" the N-th result; the controller must fall back and go on.
+FAULT_ENV = "ADAPTIVE_SPEC_INJECT_FAULT"
+
+
+def injected_fault(text: Optional[str]) -> Optional[tuple[str, int]]:
+    """'policy@N' / 'result@N' -> (where, N); None when unset or malformed (logged)."""
+    if not text:
+        return None
+    where, _, n = text.partition("@")
+    if where in ("policy", "result") and n.isdigit() and int(n) >= 1:
+        return where, int(n)
+    logger.error("adaptive_spec: ignoring %s=%r (expected policy@N or result@N)", FAULT_ENV, text)
+    return None
+
 
 class DecisionLog:
     """One structured line per change of decision, at most `per_second` lines a second."""
@@ -80,6 +95,8 @@ class Controller:
         self.decision_count = 0
         self.decision_digest = 0  # crc32 of every chosen step count, in order; never reset
         self.log = DecisionLog(cfg.log_decisions)
+        self.fault = injected_fault(os.environ.get(FAULT_ENV))
+        self.results_seen = 0
         self.listeners = []  # callables(decision, snapshot): metrics
         self.result_listeners = []  # callables(steps, step_seconds or None): metrics
 
@@ -92,6 +109,9 @@ class Controller:
         the worker ran it (off / catchup / on). A catch-up step runs SGLang's slower 0-step
         path once to warm the draft: it is not a sample of the 0-step cost."""
         try:
+            self.results_seen += 1
+            if self.fault == ("result", self.results_seen):
+                raise RuntimeError(f"injected fault ({FAULT_ENV})")
             self.acceptance.observe(steps, correct_drafts_per_req)
             dt = self.timer.tick(steps)
             observe = getattr(self.policy, "observe_step_time", None)
@@ -114,6 +134,8 @@ class Controller:
                 snap = dataclasses.replace(snap, running=batch_size)  # the worker's batch is authoritative
                 self.snapshot = snap  # what the decision (and its log line) saw
             try:
+                if self.fault == ("policy", self.decision_count + 1):
+                    raise RuntimeError(f"injected fault ({FAULT_ENV})")
                 decision = self.policy.decide(snap, self.acceptance)
                 if not 0 <= decision.steps <= self.cfg.max_steps:
                     raise ValueError(f"policy chose {decision.steps} steps (allowed 0..{self.cfg.max_steps})")

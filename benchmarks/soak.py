@@ -238,6 +238,7 @@ async def soak(cfg: SoakConfig) -> dict:
         kv1, rss1 = await kv_tokens(sut), session_rss_mb(cfg.sut_pid)
         after = await run_probes(sut, cfg)
         health, _ = await sut.get_json("/health", timeout=10.0)
+        _, status = await sut.get_json(lg.STATUS_PATH, timeout=10.0)
 
     def same(a, b):
         return all(x is not None and x == y for x, y in zip(a, b))
@@ -260,6 +261,9 @@ async def soak(cfg: SoakConfig) -> dict:
         "probe_identical_at_start": same(ref, before), "probe_identical_at_end": same(ref, after),
         "odd_requests": {n: vars(c) for n, c in odd.items()},
         "health_at_end": health, "samples": samples, "tp_size": cfg.tp_size,
+        # ours: the fallback (a fault drill sets ADAPTIVE_SPEC_INJECT_FAULT) and the decisions
+        "status_at_end": [{k: r.get(k) for k in ("fallback", "steps_histogram", "step_modes")}
+                          for r in (status or {}).get("ranks") or [] if isinstance(r, dict)],
     }
 
 

@@ -2,6 +2,7 @@
 # GPU machine, two commands around other work (issue 8's long run; the load must outlast one
 # 10-minute command, so it runs detached):
 #   SOAK_GPU=1 bash scripts/device/call_soak.sh start     # ~2 min: models, servers, driver (setsid)
+#     (FAULT=policy@20000 also drills a policy failure mid-run: fallback, still serving)
 #   ... other commands on the other GPU (the machine must stay held: <30 s idle between calls)
 #   bash scripts/device/call_soak.sh collect              # waits (bounded) and returns the JSON
 # Servers on GPU $SOAK_GPU: plain (reference for the probes) and adaptive-spec (threshold 64,
@@ -20,6 +21,7 @@ start)
   SA=(--mem-fraction-static 0.92 --max-total-tokens 120000 --max-running-requests 260 --sleep-on-idle "${GRAPH[@]:0:12}")
   start_server plain 31000 "$S/plain.log" python3 -m sglang.launch_server --model-path "$DIAL/target" "${SA[@]}"
   P1=$CUR_PID; CUR_PID=""
+  export ADAPTIVE_SPEC_INJECT_FAULT=${FAULT:-}  # e.g. FAULT=policy@20000: the fallback drill
   start_server adaptive-spec 31001 "$S/ours.log" python3 -m adaptive_spec.launch_server \
     --model-path "$DIAL/target" "${SA[@]}" "${EAGLE[@]}" --speculative-draft-model-path "$DIAL/draft-dial-0.7" \
     --adaptive-spec-threshold 64 --adaptive-spec-min-accept-len 1.5 --adaptive-spec-log-decisions

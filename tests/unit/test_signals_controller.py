@@ -1,5 +1,7 @@
 import logging
 
+import pytest
+
 from adaptive_spec.config import AdaptiveSpecConfig
 from adaptive_spec.controller import Controller, DecisionLog
 from adaptive_spec.policy import Decision
@@ -48,6 +50,28 @@ def test_policy_failure_falls_back_once_and_keeps_deciding(caplog):
         assert all(d == Decision(steps, "fallback") for d in got)
         assert len([r for r in caplog.records if "falling back" in r.message]) == 1
         assert "injected" in ctl.status()["fallback"]
+
+
+@pytest.mark.parametrize("spec", ["policy@4", "result@3"])
+def test_injected_fault_drill_falls_back_at_the_given_call(monkeypatch, spec):
+    """ADAPTIVE_SPEC_INJECT_FAULT: the drill for a real server (fallback visible in status
+    and metrics, /health still 200) uses the same path as a real policy or hook failure."""
+    monkeypatch.setenv("ADAPTIVE_SPEC_INJECT_FAULT", spec)
+    ctl = Controller(AdaptiveSpecConfig(fallback="plain"))  # threshold 32: bs 1 drafts 3 steps
+    got = []
+    for _ in range(6):
+        got.append(ctl.decide(1).steps)
+        ctl.on_result(got[-1], [1])
+    # decision 4 raises, or result 3 (which comes before decision 4): from then on drafting off
+    assert got == [3, 3, 3, 0, 0, 0]
+    assert "injected fault" in ctl.status()["fallback"]
+
+
+@pytest.mark.parametrize("text", ["", "policy", "policy@0", "worker@3", "result@x"])
+def test_malformed_fault_spec_is_ignored(text):
+    from adaptive_spec.controller import injected_fault
+
+    assert injected_fault(text) is None
 
 
 def test_out_of_range_choice_is_a_failure():
