@@ -243,7 +243,9 @@ class GoodputPolicy:
                  if self.table.samples(bucket, k) < self.min_samples and could_win(k)]
         others = [k for k in range(self.max_steps + 1) if k != self._current and could_win(k)]
         if under:
-            k = under[(self._decisions // self.explore_interval) % len(under)]
+            # k=0 first: every estimate at this bucket scales from it, and an off step is
+            # the cheapest probe; then round-robin
+            k = 0 if 0 in under else under[(self._decisions // self.explore_interval) % len(under)]
         elif self._decisions % self.refresh_interval == 0 and self._current is not None and others:
             # A filled bucket: refresh the stalest k other than the chosen one, so an estimate
             # that went wrong (or a cost that drifted) cannot keep a k unchosen for ever.

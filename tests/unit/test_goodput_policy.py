@@ -239,3 +239,14 @@ def test_no_probes_of_a_step_count_that_cannot_win():
     chosen = simulate(ctl, 256, 0.3, 1000, random.Random(6))  # a new bucket
     assert chosen.count(2) == chosen.count(3) == 0, {k: chosen.count(k) for k in set(chosen)}
     assert 0 < chosen.count(1) <= 30  # k=1 could still win here: probed, a few steps
+
+
+def test_a_new_bucket_is_anchored_with_k0_first():
+    """Every estimate at a bucket scales from its k=0 cell, and an off step is the cheapest
+    probe. GPU re-check 2026-11-29: a bucket passed through during a ramp had only a k=2
+    measurement, was compared against a k=0 cost scaled from another bucket, and drafted."""
+    ctl = make_ctl()
+    simulate(ctl, 16, 0.7, 1500, random.Random(7))  # bucket 16 learned; it drafts there
+    chosen = simulate(ctl, 64, 0.7, 20, random.Random(8))  # a new bucket: the first probe slot
+    probes = [k for k in chosen if k != chosen[0]]
+    assert probes and probes[0] == 0, chosen
