@@ -25,7 +25,8 @@ logger = logging.getLogger("adaptive_spec")
 
 # Every this many decisions each rank logs a digest of all its decisions so far; under tensor
 # parallelism the lines of all ranks must agree (count-based, so no rank skips one).
-RANK_CHECK_EVERY = max(1, int(os.environ.get("ADAPTIVE_SPEC_RANK_CHECK_EVERY", "4096") or 4096))
+_every = os.environ.get("ADAPTIVE_SPEC_RANK_CHECK_EVERY", "")
+RANK_CHECK_EVERY = int(_every) if _every.isdigit() and int(_every) > 0 else 4096
 
 # Testing aid for fault drills on a real server: "policy@N" makes the N-th decision raise
 # inside the policy, "result@N" the N-th result; the controller must fall back and go on.
