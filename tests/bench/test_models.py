@@ -311,7 +311,8 @@ def test_module_entry_point(tmp_path):
 
 
 # ---------------------------------------------------------------------------- SGLang
-SGLANG_LOAD = textwrap.dedent(r'''
+# A one-process gloo "distributed" SGLang on CPU, enough to build model classes and load weights.
+SGLANG_CPU_PREAMBLE = textwrap.dedent(r'''
     import json, os, sys, types
     # SGLang's RotaryEmbedding imports vllm's kernel on a machine that is neither CUDA nor
     # its CPU engine; load_weights never calls it.
@@ -326,8 +327,12 @@ SGLANG_LOAD = textwrap.dedent(r'''
                                     distributed_init_method="file://" + sys.argv[2])
     ps.initialize_model_parallel(tensor_model_parallel_size=1)
     from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler
-    set_global_server_args_for_scheduler(ServerArgs(model_path="dummy", device="cpu"))
+    sa = ServerArgs(model_path="dummy", device="cpu")
+    set_global_server_args_for_scheduler(sa)
     from sglang.srt.configs.model_config import ModelConfig
+''')
+
+SGLANG_LOAD = SGLANG_CPU_PREAMBLE + textwrap.dedent(r'''
     from sglang.srt.models.llama import LlamaForCausalLM
     from sglang.srt.models.llama_eagle3 import LlamaForCausalLMEagle3
 
@@ -431,22 +436,7 @@ def test_moe_target_runs_router_and_experts_and_follows_the_cycle(built_moe):
     assert abs(r["acceptance"] - 0.7) <= TOL, r["acceptance"]
 
 
-SGLANG_LOAD_MOE = textwrap.dedent(r'''
-    import os, sys, types
-    vllm = types.ModuleType("vllm"); ops = types.ModuleType("vllm._custom_ops")
-    ops.rotary_embedding = lambda *a, **k: None; vllm._custom_ops = ops
-    sys.modules["vllm"] = vllm; sys.modules["vllm._custom_ops"] = ops
-    import warnings; warnings.filterwarnings("ignore")
-    import json, torch
-    from safetensors.torch import load_file
-    from sglang.srt.distributed import parallel_state as ps
-    ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
-                                    distributed_init_method="file://" + sys.argv[2])
-    ps.initialize_model_parallel(tensor_model_parallel_size=1)
-    from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler
-    sa = ServerArgs(model_path="dummy", device="cpu")
-    set_global_server_args_for_scheduler(sa)
-    from sglang.srt.configs.model_config import ModelConfig
+SGLANG_LOAD_MOE = SGLANG_CPU_PREAMBLE + textwrap.dedent(r'''
     from sglang.srt.layers.dp_attention import initialize_dp_attention
     from sglang.srt.layers.moe.utils import initialize_moe_config
     from sglang.srt.models.qwen3_moe import Qwen3MoeForCausalLM
