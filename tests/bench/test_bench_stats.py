@@ -155,3 +155,17 @@ def test_record_roundtrip():
     r1, _ = two_requests()
     d = r1.to_dict()
     assert st.RequestRecord.from_dict(d).tpot() == approx(0.1)
+
+
+def test_decode_rates_from_sglang_log_lines():
+    from adaptive_spec.bench.log_throughput import decode_rates
+
+    def line(running, gen):
+        return (f"[2026-11-29 18:21:39] Decode batch, #running-req: {running}, #token: 1, "
+                f"token usage: 0.5, cuda graph: True, gen throughput (token/s): {gen}, #queue-req: 0")
+
+    lines = [line(256, 20000.0), line(250, 22000.0), line(200, 9.0),  # 200: no level
+             line(64, 10000.0), line(61, 9000.0), line(60, 1.0),      # 60 < 0.95 * 64
+             "[..] Prefill batch, #new-seq: 8, input throughput (token/s): 5.0"]
+    got = decode_rates(lines, levels=(64, 256))
+    assert got == {64: [10000.0, 9000.0], 256: [20000.0, 22000.0]}

@@ -1,0 +1,55 @@
+"""Decode throughput from SGLang's own server log, per running-batch size.
+
+  python -m adaptive_spec.bench.log_throughput server-plain.log server-ours.log ... > out.csv
+
+SGLang logs one ``Decode batch, #running-req: R, ... gen throughput (token/s): G`` line every
+40 decode steps. The median G over the lines whose R lies within 5% below a level (or 4 above
+it) is that server's decode rate at the level: prefill batches that run between the decode
+steps count, the ramp-up and drain of a level mostly do not. A way to separate the decode
+path's cost from admission and ramp effects in a sweep's end-to-end numbers.
+"""
+from __future__ import annotations
+
+import re
+import statistics
+import sys
+from pathlib import Path
+from typing import Dict, Iterable, List, Sequence
+
+LEVELS = (32, 64, 128, 256)
+_RUN = re.compile(r"Decode batch, #running-req: (\d+),")
+_GEN = re.compile(r"gen throughput \(token/s\): ([\d.]+)")
+
+
+def decode_rates(lines: Iterable[str], levels: Sequence[int] = LEVELS) -> Dict[int, List[float]]:
+    out: Dict[int, List[float]] = {n: [] for n in levels}
+    for ln in lines:
+        r, g = _RUN.search(ln), _GEN.search(ln)
+        if not (r and g):
+            continue
+        running = int(r.group(1))
+        for n in levels:
+            if 0.95 * n <= running <= n + 4:
+                out[n].append(float(g.group(1)))
+    return out
+
+
+def main(argv: Sequence[str]) -> int:
+    if not argv:
+        print("usage: python -m adaptive_spec.bench.log_throughput LOG [LOG ...]", file=sys.stderr)
+        return 2
+    print("log,running_level,decode_lines,median_gen_tok_s")
+    for path in argv:
+        try:
+            text = Path(path).read_text(errors="replace").splitlines()
+        except OSError as e:
+            print(f"log_throughput: cannot read {path}: {e.strerror}", file=sys.stderr)
+            return 2
+        for n, v in decode_rates(text).items():
+            med = f"{statistics.median(v):.0f}" if v else ""
+            print(f"{Path(path).parent.name}/{Path(path).name},{n},{len(v)},{med}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
