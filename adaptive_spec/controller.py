@@ -44,6 +44,17 @@ def injected_fault(text: Optional[str]) -> Optional[tuple[str, int]]:
     return None
 
 
+def _notify(listeners: list, *args) -> None:
+    """Call each listener (metrics); one that raises is dropped with a warning. Metrics must
+    never change a decision or put the controller into fallback."""
+    for listener in list(listeners):
+        try:
+            listener(*args)
+        except Exception as exc:
+            listeners.remove(listener)
+            logger.warning("adaptive_spec: metrics listener disabled after error: %r", exc)
+
+
 class DecisionLog:
     """One structured line per change of decision, at most `per_second` lines a second."""
 
@@ -115,13 +126,15 @@ class Controller:
                 raise RuntimeError(f"injected fault ({FAULT_ENV})")
             self.acceptance.observe(steps, correct_drafts_per_req)
             dt = self.timer.tick(steps)
+            if mode == "catchup":
+                dt = None
             observe = getattr(self.policy, "observe_step_time", None)
-            if dt is not None and observe is not None and mode != "catchup":
+            if dt is not None and observe is not None:
                 observe(len(correct_drafts_per_req), steps, dt)
-            for listener in self.result_listeners:
-                listener(steps, dt if mode != "catchup" else None)
         except Exception as exc:  # never let bookkeeping take the server down
             self.fail(f"result hook: {exc!r}")
+            return
+        _notify(self.result_listeners, steps, dt)
 
     # ---- the decision -------------------------------------------------------------
     def decide(self, batch_size: int) -> Decision:
@@ -160,12 +173,7 @@ class Controller:
                 self.switches += 1
             self.log.change(self.last, decision, self.snapshot, self.acceptance, self.rank)
         self.last = decision
-        for listener in self.listeners:
-            try:
-                listener(decision, self.snapshot)
-            except Exception as exc:
-                self.listeners.remove(listener)
-                logger.warning("adaptive_spec: metrics listener disabled after error: %r", exc)
+        _notify(self.listeners, decision, self.snapshot)
 
     def update_settings(self, new_cfg: AdaptiveSpecConfig) -> None:
         """Run-time change (validated by the caller); the policy restarts from the new settings."""

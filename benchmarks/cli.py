@@ -290,7 +290,8 @@ def cmd_soak(a, argv) -> int:
           f"{res['kv_used_end']}, RSS {res['rss_mb_start']} -> {res['rss_mb_end']} MB"
           + (f", odd-request failures: {odd_bad}" if odd_bad else ""))
     print(f"wrote {a.out}")
-    ok = res["failed"] == 0 and res["probe_identical_to_plain"] and res["health_at_end"] == 200
+    ok = (res["failed"] == 0 and res["probe_identical_to_plain"] and res["health_at_end"] == 200
+          and res["idle_at_end"] and res["kv_used_start"] == res["kv_used_end"])
     return 0 if ok else 1
 
 

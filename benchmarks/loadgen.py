@@ -541,8 +541,9 @@ async def run_open(client: Client, prompt_fn: PromptFn, *, rate: float, max_conc
         if t_next >= stop_issue:
             break
         delay = t_next - now()
-        if delay > 0:
+        while delay > 0:  # the event loop's timer may wake a little early: never send early
             await asyncio.sleep(delay)
+            delay = t_next - now()
         rec = RequestRecord(idx=idx, scheduled=t_next, start=t_next)
         records.append(rec)
         tasks.append(asyncio.ensure_future(go(rec, prompt_fn(idx))))

@@ -172,6 +172,8 @@ async def soak(cfg: SoakConfig) -> dict:
         before = await run_probes(sut, cfg)
         await lg.wait_idle(sut, 60.0)
         kv_max = await max_kv_tokens(sut)
+        _, info = await sut.get_json("/server_info", timeout=10.0)
+        sglang_version = str((info or {}).get("version") or "unknown")
         kv0, rss0 = await kv_tokens(sut), session_rss_mb(cfg.sut_pid)
         samples: List[dict] = []
         odd: Dict[str, OddCount] = {n: OddCount() for n in ODD_REQUESTS}
@@ -230,8 +232,10 @@ async def soak(cfg: SoakConfig) -> dict:
             patterns_run.append(name)
             requests += len(res.records)
             bad = [r for r in res.records if r.error is not None]
-            failed += len(bad)
-            first_error = first_error or (bad[0].error if bad else None)
+            # an error, or still running 30 s after issuing stopped (cut off): both failures
+            failed += len(bad) + res.cut_off
+            first_error = first_error or (bad[0].error if bad else None) or (
+                "cut off: still running 30 s after issuing stopped" if res.cut_off else None)
         stop.set()
         await asyncio.wait(tasks, timeout=180.0)
         idle = await lg.wait_idle(sut, 120.0)
@@ -246,7 +250,7 @@ async def soak(cfg: SoakConfig) -> dict:
     odd_failed = sum(c.failed for c in odd.values())
     return {
         "schema": "adaptive-spec-soak/1", "date": time.strftime("%Y-%m-%d"),
-        "machine": _machine(), "sglang_version": _sglang_version(), "command": cfg.command,
+        "machine": _machine(), "sglang_version": sglang_version, "command": cfg.command,
         "duration_s": round(time.time() - t_start, 1), "load_s": cfg.duration_s,
         "requests": requests + sum(c.sent for c in odd.values()),
         "failed": failed + odd_failed, "first_error": first_error,
@@ -272,8 +276,3 @@ def _machine() -> str:
 
     return machine_string()
 
-
-def _sglang_version() -> str:
-    from .sweep import _pkg_version
-
-    return _pkg_version("sglang") or "unknown"

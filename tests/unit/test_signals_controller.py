@@ -111,3 +111,22 @@ def test_listener_errors_do_not_break_decisions():
     assert ctl.decide(1).steps == 3
     assert ctl.decide(1).steps == 3
     assert seen == [3, 3] and len(ctl.listeners) == 1
+
+
+def test_a_failing_metrics_listener_is_dropped_not_a_fallback():
+    """Metrics must never stop serving: a listener that raises is removed (the next one still
+    runs) and the controller keeps deciding; it does not fall back."""
+    ctl = Controller(AdaptiveSpecConfig())
+    seen = []
+
+    def boom(*args):
+        raise RuntimeError("metrics down")
+
+    ctl.listeners += [boom, lambda d, s: seen.append(("decision", d.steps))]
+    ctl.result_listeners += [boom, lambda steps, dt: seen.append(("result", steps))]
+    ctl.decide(1)
+    ctl.on_result(3, [1])
+    ctl.decide(1)
+    assert ctl.status()["fallback"] is None
+    assert seen == [("decision", 3), ("result", 3), ("decision", 3)]
+    assert len(ctl.listeners) == 1 and len(ctl.result_listeners) == 1
