@@ -266,18 +266,17 @@ def cmd_sweep(a, argv) -> int:
 def cmd_soak(a, argv) -> int:
     import json
 
-    from .loadgen import check_loopback, run_async
+    from .loadgen import run_async
     from .soak import SoakConfig, soak
 
     for name in ("duration_s", "pattern_s", "odd_every_s"):
         if getattr(a, name) <= 0:
-            raise BenchError(f"--{name[:-2].replace('_', '-')}-s must be > 0")
+            raise BenchError(f"--{name.replace('_', '-')} must be > 0")
     if min(a.low, a.high, a.probes, a.probe_tokens, a.new_tokens, a.vocab, a.tp_size) < 1 \
             or a.low > a.high:
         raise BenchError("--low <= --high, and every count must be >= 1")
-    cfg = SoakConfig(plain=check_loopback(a.plain), sut=check_loopback(a.sut), out=a.out,
-                     sut_pid=a.sut_pid, duration_s=a.duration_s, pattern_s=a.pattern_s,
-                     low=a.low, high=a.high, new_tokens=a.new_tokens, prompt_len=a.prompt_len,
+    cfg = SoakConfig(plain=a.plain, sut=a.sut, sut_pid=a.sut_pid, duration_s=a.duration_s,
+                     pattern_s=a.pattern_s, low=a.low, high=a.high, new_tokens=a.new_tokens, prompt_len=a.prompt_len,
                      probes=a.probes, probe_tokens=a.probe_tokens, odd_every_s=a.odd_every_s,
                      vocab=a.vocab, seed=a.seed, tp_size=a.tp_size,
                      command=f"{PROG} " + shlex.join(argv))

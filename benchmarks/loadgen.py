@@ -155,6 +155,18 @@ def sawtooth_pattern(low: int, high: int, period: float, duration: float, steps:
     return Schedule(segs, "sawtooth")
 
 
+def pattern_schedule(name: str, low: int, high: int, duration: float, period: float,
+                     burst: float) -> Schedule:
+    """The named load pattern: step, sawtooth or bursty."""
+    if name == "step":
+        return step_pattern(low, high, duration)
+    if name == "sawtooth":
+        return sawtooth_pattern(low, high, period, duration)
+    if name == "bursty":
+        return bursty_pattern(low, high, period, burst, duration)
+    raise BenchError(f"unknown load pattern {name!r}")
+
+
 def bursty_pattern(low: int, high: int, period: float, burst: float, duration: float) -> Schedule:
     """``low`` most of the time; for ``burst`` seconds at the end of every period: ``high``."""
     segs = []
@@ -308,37 +320,33 @@ class Client:
             self.session = None
 
     # -- small GETs -------------------------------------------------------------------
-    async def get_json(self, path: str, timeout: float = 5.0):
-        """(status, json-or-None); (None, None) when the server could not be reached."""
+    async def _get(self, path: str, timeout: float, headers: Optional[dict] = None):
+        """(status, body bytes when 200); (None, None) when the server could not be reached."""
         import aiohttp
 
         try:
-            async with self.session.get(self.base + path,
+            async with self.session.get(self.base + path, headers=headers,
                                         timeout=aiohttp.ClientTimeout(total=timeout)) as r:
-                if r.status != 200:
-                    return r.status, None
-                body = await r.read()
-                try:
-                    return 200, _loads(body)
-                except ValueError:
-                    return 200, None
+                return r.status, (await r.read() if r.status == 200 else None)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
             return None, None
 
+    async def get_json(self, path: str, timeout: float = 5.0):
+        """(status, json-or-None); (None, None) when the server could not be reached."""
+        code, body = await self._get(path, timeout)
+        if body is None:
+            return code, None
+        try:
+            return code, _loads(body)
+        except ValueError:
+            return code, None
+
     async def get_text(self, path: str, timeout: float = 5.0) -> Optional[str]:
         """The body as text when the server answers 200, else None."""
-        import aiohttp
-
-        try:
-            # the session does not decompress (token streams), and prometheus_client gzips
-            # /metrics for any client that accepts it: ask for the plain body
-            async with self.session.get(self.base + path, headers={"Accept-Encoding": "identity"},
-                                        timeout=aiohttp.ClientTimeout(total=timeout)) as r:
-                if r.status != 200:
-                    return None
-                return (await r.read()).decode(errors="replace")
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
-            return None
+        # the session does not decompress (token streams), and prometheus_client gzips
+        # /metrics for any client that accepts it: ask for the plain body
+        _, body = await self._get(path, timeout, headers={"Accept-Encoding": "identity"})
+        return None if body is None else body.decode(errors="replace")
 
     # -- one request ------------------------------------------------------------------
     async def request(self, rec: RequestRecord, input_ids: List[int],
@@ -577,6 +585,19 @@ def parse_status(obj) -> Tuple[Optional[int], Optional[dict]]:
             hist = {str(a): b for a, b in v.items()}
             break
     return steps, hist
+
+
+def loads_sum(obj, key: str) -> Optional[int]:
+    """One ``GET /v1/loads`` field (e.g. ``num_used_tokens``) summed over ranks."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("loads"), list):
+        return None
+    return sum(int(d.get(key, 0) or 0) for d in obj["loads"])
+
+
+def status_ranks(obj, keys: Sequence[str]) -> List[dict]:
+    """Per-rank entries of our ``/adaptive_spec/status``, each cut to ``keys`` (those present)."""
+    ranks = obj.get("ranks") if isinstance(obj, dict) else None
+    return [{k: r[k] for k in keys if k in r} for r in ranks or [] if isinstance(r, dict)]
 
 
 def parse_loads(obj) -> Tuple[Optional[int], Optional[int], Optional[float]]:

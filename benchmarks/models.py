@@ -1013,7 +1013,7 @@ class RefTarget:
         self.embed = self.w["model.embed_tokens.weight"].to(dtype)
 
     def forward(self, ids: torch.Tensor, pos: torch.Tensor, kv: KV, self_only: bool = False):
-        w, H = self.w, self.H
+        w = self.w
         h = self.embed[ids]
         res = None
         aux, new = [], []

@@ -21,8 +21,6 @@ DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 NAME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}-[A-Za-z0-9][A-Za-z0-9._-]*\.json$")
 MAX_BYTES = 512 * 1024
 
-SCHEMAS = ("adaptive-spec-bench/1", "adaptive-spec-kernels/1", "adaptive-spec-dial/1", "adaptive-spec-decision-cost/1",
-           "adaptive-spec-soak/1")
 WORKLOAD_KINDS = ("closed", "open", "step", "sawtooth", "bursty")
 
 NUM = (int, float)
@@ -228,10 +226,10 @@ def _validate_decision_cost(v: _V, d: dict):
 
 
 VALIDATORS = {
-    "adaptive-spec-decision-cost/1": _validate_decision_cost,
     "adaptive-spec-bench/1": _validate_bench,
     "adaptive-spec-kernels/1": _validate_kernels,
     "adaptive-spec-dial/1": _validate_dial,
+    "adaptive-spec-decision-cost/1": _validate_decision_cost,
     "adaptive-spec-soak/1": _validate_soak,
 }
 
@@ -242,7 +240,7 @@ def validate_obj(d: Any) -> List[str]:
         return ["top level: expected a JSON object"]
     s = d.get("schema")
     if s not in VALIDATORS:
-        return [f"schema: expected one of {', '.join(SCHEMAS)}, got {s!r:.60}"]
+        return [f"schema: expected one of {', '.join(VALIDATORS)}, got {s!r:.60}"]
     VALIDATORS[s](v, d)
     return v.problems
 

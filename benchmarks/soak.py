@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from . import loadgen as lg
-from .loadgen import BenchError
+from . import stats as st
+from .sweep import machine_string
 
 PATTERNS = ("step", "bursty", "sawtooth")
 
@@ -49,7 +50,7 @@ ODD_REQUESTS = {
 class SoakConfig:
     plain: str
     sut: str
-    out: str
+    vocab: int                # the target's vocabulary (prompts are random ids below it)
     sut_pid: Optional[int] = None
     duration_s: float = 660.0
     pattern_s: float = 60.0
@@ -61,7 +62,6 @@ class SoakConfig:
     probe_tokens: int = 64
     odd_every_s: float = 2.0
     sample_every_s: float = 10.0
-    vocab: Optional[int] = None
     seed: int = 0
     tp_size: int = 1
     command: str = ""
@@ -102,21 +102,20 @@ def session_rss_mb(pid: Optional[int]) -> Optional[float]:
 
 
 async def kv_tokens(client: lg.Client) -> Optional[int]:
-    code, obj = await client.get_json("/v1/loads?include=core", timeout=5.0)
-    if code != 200 or not isinstance(obj, dict) or not isinstance(obj.get("loads"), list):
-        return None
-    return sum(int(r.get("num_used_tokens", 0) or 0) for r in obj["loads"])
+    _, obj = await client.get_json("/v1/loads?include=core", timeout=5.0)
+    return lg.loads_sum(obj, "num_used_tokens")
 
 
-async def max_kv_tokens(client: lg.Client) -> Optional[int]:
-    code, obj = await client.get_json("/server_info", timeout=10.0)
-    if code != 200 or not isinstance(obj, dict):
-        return None
+async def server_facts(client: lg.Client) -> tuple:
+    """(KV pool size in tokens, SGLang version) as the server reports them."""
+    _, obj = await client.get_json("/server_info", timeout=10.0)
+    obj = obj if isinstance(obj, dict) else {}
     v = obj.get("max_total_num_tokens")
     if v is None:
         states = obj.get("internal_states") or [{}]
         v = states[0].get("max_total_num_tokens") if isinstance(states[0], dict) else None
-    return int(v) if isinstance(v, (int, float)) else None
+    kv = int(v) if isinstance(v, (int, float)) else None
+    return kv, str(obj.get("version") or "unknown")
 
 
 async def run_probes(client: lg.Client, cfg: SoakConfig) -> List[Optional[List[int]]]:
@@ -131,14 +130,6 @@ async def run_probes(client: lg.Client, cfg: SoakConfig) -> List[Optional[List[i
             return list(rec.output_ids) if rec.error is None and rec.output_ids else None
 
     return await asyncio.gather(*(one(i) for i in range(cfg.probes)))
-
-
-def pattern_schedule(name: str, cfg: SoakConfig) -> lg.Schedule:
-    if name == "step":
-        return lg.step_pattern(cfg.low, cfg.high, cfg.pattern_s)
-    if name == "sawtooth":
-        return lg.sawtooth_pattern(cfg.low, cfg.high, cfg.pattern_s / 3, cfg.pattern_s)
-    return lg.bursty_pattern(cfg.low, cfg.high, cfg.pattern_s / 4, 3.0, cfg.pattern_s)
 
 
 async def odd_request(client: lg.Client, name: str, i: int, cfg: SoakConfig) -> str:
@@ -166,14 +157,10 @@ async def soak(cfg: SoakConfig) -> dict:
               max_connections=cfg.high + 64)
     t_start = time.time()
     async with lg.Client(cfg.plain, **mk) as plain, lg.Client(cfg.sut, **mk) as sut:
-        if cfg.vocab is None:
-            raise BenchError("--vocab is needed (the target's vocabulary size)")
         ref = await run_probes(plain, cfg)
         before = await run_probes(sut, cfg)
         await lg.wait_idle(sut, 60.0)
-        kv_max = await max_kv_tokens(sut)
-        _, info = await sut.get_json("/server_info", timeout=10.0)
-        sglang_version = str((info or {}).get("version") or "unknown")
+        kv_max, sglang_version = await server_facts(sut)
         kv0, rss0 = await kv_tokens(sut), session_rss_mb(cfg.sut_pid)
         samples: List[dict] = []
         odd: Dict[str, OddCount] = {n: OddCount() for n in ODD_REQUESTS}
@@ -224,17 +211,18 @@ async def soak(cfg: SoakConfig) -> dict:
         while time.time() < t_load_end:
             name = PATTERNS[k % len(PATTERNS)]
             k += 1
-            sched = pattern_schedule(name, cfg)
-            budget = min(sched.duration, t_load_end - time.time())
+            sched = lg.pattern_schedule(name, cfg.low, cfg.high, cfg.pattern_s,
+                                        period=cfg.pattern_s / (3 if name == "sawtooth" else 4),
+                                        burst=3.0)
             res = await lg.run_closed(sut, lambda i, n=name, k=k: lg.make_prompt(
                 cfg.seed, f"soak-{n}-{k}", i, cfg.prompt_len, cfg.vocab), sched,
-                max_requests=10 ** 7, time_budget_s=max(budget, 0.1), drain_s=30.0)
+                max_requests=10 ** 7, time_budget_s=max(t_load_end - time.time(), 0.1),
+                drain_s=30.0)
             patterns_run.append(name)
             requests += len(res.records)
-            bad = [r for r in res.records if r.error is not None]
             # an error, or still running 30 s after issuing stopped (cut off): both failures
-            failed += len(bad) + res.cut_off
-            first_error = first_error or (bad[0].error if bad else None) or (
+            failed += sum(1 for r in res.records if r.error is not None) + res.cut_off
+            first_error = first_error or st.first_error(res.records) or (
                 "cut off: still running 30 s after issuing stopped" if res.cut_off else None)
         stop.set()
         await asyncio.wait(tasks, timeout=180.0)
@@ -247,10 +235,11 @@ async def soak(cfg: SoakConfig) -> dict:
     def same(a, b):
         return all(x is not None and x == y for x, y in zip(a, b))
 
+    same_start, same_end = same(ref, before), same(ref, after)
     odd_failed = sum(c.failed for c in odd.values())
     return {
         "schema": "adaptive-spec-soak/1", "date": time.strftime("%Y-%m-%d"),
-        "machine": _machine(), "sglang_version": sglang_version, "command": cfg.command,
+        "machine": machine_string(), "sglang_version": sglang_version, "command": cfg.command,
         "duration_s": round(time.time() - t_start, 1), "load_s": cfg.duration_s,
         "requests": requests + sum(c.sent for c in odd.values()),
         "failed": failed + odd_failed, "first_error": first_error,
@@ -261,18 +250,11 @@ async def soak(cfg: SoakConfig) -> dict:
         "rss_mb_start": rss0, "rss_mb_end": rss1,
         "rss_mb_max": max((s["rss_mb"] for s in samples if s["rss_mb"] is not None), default=None),
         "probe_prompts": cfg.probes,
-        "probe_identical_to_plain": same(ref, before) and same(ref, after),
-        "probe_identical_at_start": same(ref, before), "probe_identical_at_end": same(ref, after),
+        "probe_identical_to_plain": same_start and same_end,
+        "probe_identical_at_start": same_start, "probe_identical_at_end": same_end,
         "odd_requests": {n: vars(c) for n, c in odd.items()},
         "health_at_end": health, "samples": samples, "tp_size": cfg.tp_size,
         # ours: the fallback (a fault drill sets ADAPTIVE_SPEC_INJECT_FAULT) and the decisions
-        "status_at_end": [{k: r.get(k) for k in ("fallback", "steps_histogram", "step_modes")}
-                          for r in (status or {}).get("ranks") or [] if isinstance(r, dict)],
+        "status_at_end": lg.status_ranks(status, ("fallback", "steps_histogram", "step_modes")),
     }
-
-
-def _machine() -> str:
-    from .sweep import machine_string
-
-    return machine_string()
 

@@ -135,6 +135,12 @@ def tokens_in_window(records: Iterable[RequestRecord], t0: float, t1: float) -> 
     return n
 
 
+def output_tok_s(records: Iterable[RequestRecord], window: tuple) -> Optional[float]:
+    """Output tokens received in the window / its length (None for an empty window)."""
+    a, b = window
+    return round(tokens_in_window(records, a, b) / (b - a), 2) if b > a else None
+
+
 def measured_window(records: Sequence[RequestRecord]) -> Optional[tuple]:
     """[first request start, last token arrival] over the records; when no token arrived,
     [first start, last end]; None for no records."""

@@ -576,14 +576,8 @@ class Sweep:
 
     def schedule(self) -> lg.Schedule:
         c = self.cfg
-        if c.pattern == "step":
-            return lg.step_pattern(c.pattern_low, c.pattern_high, c.duration_s)
-        if c.pattern == "sawtooth":
-            return lg.sawtooth_pattern(c.pattern_low, c.pattern_high, c.period_s, c.duration_s)
-        if c.pattern == "bursty":
-            return lg.bursty_pattern(c.pattern_low, c.pattern_high, c.period_s, c.burst_s,
-                                     c.duration_s)
-        raise AssertionError(c.pattern)
+        return lg.pattern_schedule(c.pattern, c.pattern_low, c.pattern_high, c.duration_s,
+                                   c.period_s, c.burst_s)
 
     def levels(self) -> List[tuple]:
         c = self.cfg
@@ -708,8 +702,7 @@ class Sweep:
             row.update(st.summarize(recs, window=steady or res.window, stream=c.stream))
             row["window"] = "steady" if steady else "whole"
             if steady:  # the whole level too (ramp-up and drain included), for reference
-                row["output_tok_s_whole"] = st.summarize(recs, window=res.window,
-                                                         stream=c.stream)["output_tok_s"]
+                row["output_tok_s_whole"] = st.output_tok_s(recs, res.window)
             self._server_side(row, samples)
             row["level_wall_s"] = round(time.time() - t_wall, 2)
             err = st.first_error(recs)
@@ -953,12 +946,10 @@ class Sweep:
         """Keep what an adaptive-spec server learned (cost table, acceptance, decisions)."""
         async with self.client(sp) as cl:
             code, obj = await cl.get_json(lg.STATUS_PATH, timeout=10.0)
-        if code == 200 and isinstance(obj, dict):
-            keep = ("cost_model", "acceptance", "decisions", "steps_histogram", "step_modes",
-                    "switches", "decide_us_mean", "rank_check", "fallback")
-            ranks = [r for r in obj.get("ranks") or [] if isinstance(r, dict)] or [obj]
-            self.systems_info[sp.name]["final_status"] = [
-                {k: r.get(k) for k in keep if k in r} for r in ranks]
+        if code == 200:
+            self.systems_info[sp.name]["final_status"] = lg.status_ranks(obj, (
+                "cost_model", "acceptance", "decisions", "steps_histogram", "step_modes",
+                "switches", "decide_us_mean", "rank_check", "fallback"))
 
     async def _scrape_metrics(self, sp: ServerProcess, label: str) -> None:
         """Append the server's adaptive-spec and speculative series from /metrics (once per
@@ -969,8 +960,7 @@ class Sweep:
             text = await cl.get_text("/metrics", timeout=10.0)
         if text is None:
             return
-        keep = [ln for ln in text.splitlines()
-                if ln.startswith(METRIC_PREFIXES) and not ln.startswith("#")]
+        keep = [ln for ln in text.splitlines() if ln.startswith(METRIC_PREFIXES)]
         with open(self.cfg.metrics_out, "a") as f:
             f.write(f"# {time.strftime('%H:%M:%S')} {label}\n")
             f.write("".join(ln + "\n" for ln in keep))

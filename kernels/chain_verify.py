@@ -700,15 +700,17 @@ def _outputs(bsz, d, device, predicts, accept_index, accept_token_num):
     return predicts, accept_index, accept_token_num
 
 
-def _tile(block_size: int, num_warps: int, elem_size: int, lanes: Optional[int]):
-    """(U, S) of a [U, S] tile of ``block_size`` elements: S lanes = one 16-byte vector per
-    thread, U vectors per thread per tile."""
+def _tile(block_size: Optional[int], num_warps: int, elem_size: int, lanes: Optional[int],
+          v: int):
+    """(block_size, U, S) of a [U, S] tile: S lanes = one 16-byte vector per thread, U vectors
+    per thread per tile; the default tile is 4 vectors per thread (at most the vocabulary)."""
+    vector_lanes = num_warps * 32 * max(1, 16 // elem_size)
+    if block_size is None:
+        block_size = min(4 * vector_lanes, _p2(v))
     if block_size & (block_size - 1):
         raise ValueError("block_size must be a power of two")
-    if lanes is None:
-        lanes = num_warps * 32 * max(1, 16 // elem_size)
-    lanes = min(lanes, block_size)
-    return block_size // lanes, lanes
+    lanes = min(vector_lanes if lanes is None else lanes, block_size)
+    return block_size, block_size // lanes, lanes
 
 
 def chain_verify_greedy(
@@ -743,9 +745,7 @@ def chain_verify_greedy(
         return predicts, accept_index, accept_token_num
     if num_warps is None:
         num_warps = 4
-    if block_size is None:
-        block_size = min(4 * num_warps * 32 * (16 // logits.element_size()), _p2(v))
-    u, lanes = _tile(block_size, num_warps, logits.element_size(), lanes)
+    block_size, u, lanes = _tile(block_size, num_warps, logits.element_size(), lanes, v)
     if num_slices is None:
         target = int(programs_per_sm * _num_sms(device))
         num_slices = max(1, min(triton.cdiv(target, bsz), triton.cdiv(v, block_size)))
@@ -760,7 +760,7 @@ def chain_verify_greedy(
         predicts, accept_index, accept_token_num,
         accept_lens if accept_lens is not None else accept_token_num,
         part_key, part_idx, counter, stop, v, slice_len, d, ns,
-        D_P2=_p2(d, _D_P2_MIN), NS_P2=_p2(ns, _MAX_SLICES), U=u, S=lanes,
+        D_P2=_p2(d, _D_P2_MIN), NS_P2=_MAX_SLICES, U=u, S=lanes,
         WRITE_LENS=accept_lens is not None, num_warps=num_warps,
     )
     return predicts, accept_index, accept_token_num
@@ -837,9 +837,7 @@ def chain_verify_sampling(
     few_rows = bsz * d < _num_sms(device)  # one program per row: give each row more threads
     if num_warps is None:
         num_warps = 8 if few_rows else 4
-    if block_size is None:
-        block_size = min(4 * num_warps * 32 * (16 // logits.element_size()), _p2(v))
-    u, lanes = _tile(block_size, num_warps, logits.element_size(), lanes)
+    block_size, u, lanes = _tile(block_size, num_warps, logits.element_size(), lanes, v)
     if cap & (cap - 1) or cap < 16:
         raise ValueError("cap must be a power of two >= 16")
     ci = min(32, cap)

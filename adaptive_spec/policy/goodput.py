@@ -23,7 +23,7 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
 - The median alone is wrong the other way: it drops the prefills that run between decode
   steps, and those cost a drafting server more per step (requests finish in fewer steps), so
   the policy drafted where the plain decode was 10-35% faster end to end.
-- A probe is expensive exactly where drafting loses (at 256 requests one k=3 step cost 17x a
+- A probe is expensive exactly where drafting loses (at 256 requests one k=3 step cost 16x a
   k=0 step). So only a k that could still win is probed: no estimate yet, or an estimated
   goodput within `probe_optimism` of the best.
 
@@ -36,7 +36,9 @@ so every rank decides from the same table at the same step.
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
+import statistics
+from collections import deque
+from typing import Callable, Iterable, Optional
 
 from ..signals import AcceptanceStats, LoadSnapshot
 from .base import Decision
@@ -61,8 +63,8 @@ class StepTimeTable:
         self.count = [0.0] * n
         self.syncs = 0
         self.fresh_at = [-1] * n  # sync number at which each cell last got samples
-        # Local, not yet merged: the samples since the last sync.
-        self._local: list[list[float]] = [[] for _ in range(n)]
+        # Local, not yet merged: the latest samples since the last sync.
+        self._local = [deque(maxlen=self.LOCAL_CAP) for _ in range(n)]
         self._active: set[int] = set()  # cells with local samples (a sync touches only these)
 
     def _i(self, bucket: int, k: int) -> int:
@@ -72,11 +74,8 @@ class StepTimeTable:
         i = self._i(bucket_of(batch_size), k)
         if self.count[i] >= 3 and seconds > 10.0 * self.mean[i]:
             return  # a stall (a compile, a huge prefill burst), not the cost of this k
-        local = self._local[i]
-        local.append(seconds)
+        self._local[i].append(seconds)
         self._active.add(i)
-        if len(local) > self.LOCAL_CAP:
-            del local[0]
 
     def sync(self, reducer: Callable[[list], list]) -> None:
         """Merge each cell's local trimmed mean (averaged over ranks by `reducer`, weighted by
@@ -93,8 +92,10 @@ class StepTimeTable:
         merged = reducer(weighted + counts)
         sums, ns = merged[:n], merged[n:]
         self.syncs += 1
-        for i in [i for i, c in enumerate(ns) if c > 0]:
-            fresh = sums[i] / ns[i]
+        for i, c in enumerate(ns):
+            if c <= 0:
+                continue
+            fresh = sums[i] / c
             if self.count[i] == 0 or (ns[i] >= 2 and not 0.5 <= fresh / self.mean[i] <= 2.0):
                 # new, or a change too large for noise (a bad start, a new context length):
                 # start the cell again from the fresh samples
@@ -136,17 +137,11 @@ class StepTimeTable:
         return out  # {batch bucket: {k: ms}}
 
 
-def _median(values: list[float]) -> float:
-    v = sorted(values)
-    mid = len(v) // 2
-    return v[mid] if len(v) % 2 else 0.5 * (v[mid - 1] + v[mid])
-
-
-def _trimmed(values: list[float], factor: float = 4.0) -> list[float]:
+def _trimmed(values: Iterable[float], factor: float = 4.0) -> list[float]:
     """The samples within `factor` x their median. The mean of what is left keeps the
     prefills that run between decode steps (a real cost, and one that grows with k: requests
     finish in fewer steps) but not the rare stalls (a Triton compile on a new shape)."""
-    cut = factor * _median(values)
+    cut = factor * statistics.median(values)
     return [v for v in values if v <= cut]
 
 
@@ -241,14 +236,16 @@ class GoodputPolicy:
 
         under = [k for k in range(self.max_steps + 1)
                  if self.table.samples(bucket, k) < self.min_samples and could_win(k)]
-        others = [k for k in range(self.max_steps + 1) if k != self._current and could_win(k)]
         if under:
             # k=0 first: every estimate at this bucket scales from it, and an off step is
             # the cheapest probe; then round-robin
             k = 0 if 0 in under else under[(self._decisions // self.explore_interval) % len(under)]
-        elif self._decisions % self.refresh_interval == 0 and self._current is not None and others:
+        elif self._decisions % self.refresh_interval == 0 and self._current is not None:
             # A filled bucket: refresh the stalest k other than the chosen one, so an estimate
             # that went wrong (or a cost that drifted) cannot keep a k unchosen for ever.
+            others = [k for k in range(self.max_steps + 1) if k != self._current and could_win(k)]
+            if not others:
+                return None
             k = max(others, key=lambda k: (self.table.staleness(bucket, k), -k))
         else:
             return None

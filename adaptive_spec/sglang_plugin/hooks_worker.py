@@ -67,8 +67,7 @@ def tp_mean_reducer():
 def tp_rank_of(worker) -> int:
     """The tensor-parallel rank of a spec worker (0.5.16 keeps it in `worker.ps`; the GPU run
     of 2026-11-29 showed both TP ranks labelled 0 when it was read from the target worker)."""
-    for holder in (getattr(worker, "ps", None), getattr(worker, "_target_worker", None),
-                   getattr(getattr(worker, "_target_worker", None), "ps", None)):
+    for holder in (getattr(worker, "ps", None), getattr(worker, "_target_worker", None)):
         rank = getattr(holder, "tp_rank", None)
         if isinstance(rank, int):
             return rank

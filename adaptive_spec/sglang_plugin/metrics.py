@@ -20,7 +20,6 @@ class Metrics:
         reg = registry if registry is not None else REGISTRY
         r = str(rank)
         self.ctl = controller
-        self._n = 0
         gauge = dict(registry=reg, multiprocess_mode="mostrecent")
         self.drafting = Gauge("adaptive_spec_drafting", "1 while drafting is on for the current decode step", ["tp_rank"], **gauge).labels(r)
         self.steps = Gauge("adaptive_spec_steps", "Draft steps chosen for the current decode step", ["tp_rank"], **gauge).labels(r)
@@ -36,16 +35,21 @@ class Metrics:
         self.rank = r
         self._last_steps = None
         self._last_decide_s = 0.0
+        self._decision_children = {}  # (reason, steps) -> labelled counter: no lookup per step
 
     def on_decision(self, decision, snap) -> None:
-        self.drafting.set(1 if decision.steps > 0 else 0)
-        self.steps.set(decision.steps)
-        self.decisions.labels(self.rank, decision.reason, str(decision.steps)).inc()
-        if self._last_steps is not None and decision.steps != self._last_steps:
-            self.switches.inc()
-        self._last_steps = decision.steps
-        self._n += 1
-        if self._n % SLOW_EVERY == 0:
+        key = (decision.reason, decision.steps)
+        child = self._decision_children.get(key)
+        if child is None:
+            child = self._decision_children[key] = self.decisions.labels(self.rank, decision.reason, str(decision.steps))
+        child.inc()
+        if decision.steps != self._last_steps:  # gauges are file writes: only on a change
+            if self._last_steps is not None:
+                self.switches.inc()
+            self.drafting.set(1 if decision.steps > 0 else 0)
+            self.steps.set(decision.steps)
+            self._last_steps = decision.steps
+        if self.ctl.decision_count % SLOW_EVERY == 0:
             self._slow_update(snap)
 
     def on_result(self, steps: int, seconds) -> None:
@@ -66,8 +70,9 @@ class Metrics:
         if step_time is not None:
             from ..policy.goodput import bucket_of
 
+            bucket = bucket_of(snap.running)
             for k in range(ctl.cfg.max_steps + 1):
-                self.predicted.labels(self.rank, str(k)).set(step_time(bucket_of(snap.running), k))
+                self.predicted.labels(self.rank, str(k)).set(step_time(bucket, k))
 
 
 def install_metrics(controller, rank: int, registry=None) -> Metrics:

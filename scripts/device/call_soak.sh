@@ -13,12 +13,10 @@ S=/tmp/soak; DIAL=/tmp/dial-8b
 case "${1:-}" in
 start)
   mkdir -p "$S"
-  if [ ! -f "$DIAL/.done" ]; then
-    ( cd /tmp && CUDA_VISIBLE_DEVICES=${SOAK_GPU:-1} python3 -m adaptive_spec.bench.models --out "$DIAL" \
-        --preset 8b --drafts random,dial:0.7 && touch "$DIAL/.done" ) > "$S/build.log" 2>&1 || exit 3
-  fi
   export CUDA_VISIBLE_DEVICES=${SOAK_GPU:-1}
-  SA=(--mem-fraction-static 0.92 --max-total-tokens 120000 --max-running-requests 260 --sleep-on-idle "${GRAPH[@]:0:12}")
+  build_pair "$DIAL" random,dial:0.7 --preset 8b || exit 3
+  SA=(--mem-fraction-static 0.92 --max-total-tokens 120000 --max-running-requests 260 --sleep-on-idle
+      "${CUDA_GRAPH[@]}")
   start_server plain 31000 "$S/plain.log" python3 -m sglang.launch_server --model-path "$DIAL/target" "${SA[@]}"
   P1=$CUR_PID; CUR_PID=""
   export ADAPTIVE_SPEC_INJECT_FAULT=${FAULT:-}  # e.g. FAULT=policy@20000: the fallback drill

@@ -11,14 +11,10 @@ source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-560}
 DRAFT=${DRAFT:-dial-0.7}
 MOE=/tmp/moe-24
-( cd /tmp && python3 -m adaptive_spec.bench.models --out "$MOE" --preset qwen3-moe --layers 24 \
-    --drafts random,dial:0.7 && touch "$MOE/.done" ) > "$OUT/build.log" 2>&1 \
-  || { tail -20 "$OUT/build.log"; exit 3; }
+build_pair "$MOE" random,dial:0.7 --preset qwen3-moe --layers 24 || exit 3
 say "models built"
-COMMON=(--concurrency 1,4,16,32,64,128,256 --new-tokens 192 --prompt-len 40,128 --temperature 0
-        --time-budget-s 5 --drain-s 2 --requests-per-level 100000 --start-stagger-s 10
-        --warmup-tokens 256 --server-arg "--max-running-requests 260"
-        --deadline-s $(( $(left) - 20 )) --quiet --target "$MOE/target" --draft "$MOE/draft-$DRAFT")
+COMMON=("${SWEEP_FLAGS[@]}" --warmup-tokens 256 --deadline-s $(( $(left) - 20 ))
+        --target "$MOE/target" --draft "$MOE/draft-$DRAFT")
 cd /tmp
 CUDA_VISIBLE_DEVICES=0 python3 -m adaptive_spec.bench.cli sweep "${COMMON[@]}" \
   --systems plain,eagle3,adaptive-spec:goodput --log-dir /tmp/logs-moe-a \
@@ -28,7 +24,6 @@ CUDA_VISIBLE_DEVICES=1 python3 -m adaptive_spec.bench.cli sweep "${COMMON[@]}" \
   --out "$OUT/moe-$DRAFT-builtin-threshold.json" > "$OUT/b.txt" 2>&1 &
 wait
 cat "$OUT/a.txt" "$OUT/b.txt"; tail -5 "$OUT/build.log"
-for f in /tmp/logs-moe-*/*.log; do grep -E "adaptive_spec|Traceback|rror" "$f" | head -200 > "$f.excerpt"; done
-tar -cJf "$OUT/logs.tar.xz" /tmp/logs-moe-*/*.excerpt 2>/dev/null
+pack_logs logs.tar.xz /tmp/logs-moe-*/*.log
 rm -f "$OUT/a.txt" "$OUT/b.txt" "$OUT/build.log"
 say "done"

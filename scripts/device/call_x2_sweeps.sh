@@ -11,16 +11,12 @@
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-500}
 DIAL=/tmp/dial-8b
-( export CUDA_VISIBLE_DEVICES=1; build_models ) > "$OUT/build.log" 2>&1 &
-( cd /tmp && CUDA_VISIBLE_DEVICES=0 python3 -m adaptive_spec.bench.models --out "$DIAL" --preset 8b \
-    --drafts aligned,random,dial:0.7 && touch "$DIAL/.done" ) >> "$OUT/build.log" 2>&1 &
+( export CUDA_VISIBLE_DEVICES=1; build_models ) >> "$OUT/build.log" 2>&1 &
+( export CUDA_VISIBLE_DEVICES=0; build_pair "$DIAL" aligned,random,dial:0.7 --preset 8b ) &
 wait
+[ -f "$MODELS/.done" ] && build_pair "$DIAL" aligned,random,dial:0.7 --preset 8b || exit 3
 say "models built"
-[ -f "$MODELS/.done" ] && [ -f "$DIAL/.done" ] || { tail -30 "$OUT/build.log"; exit 3; }
-
-COMMON=(--concurrency 1,4,16,32,64,128,256 --new-tokens 192 --prompt-len 40,128 --temperature 0
-        --time-budget-s 5 --drain-s 2 --requests-per-level 100000 --start-stagger-s 10
-        --server-arg "--max-running-requests 260" --deadline-s $(( $(left) - 20 )) --quiet)
+COMMON=("${SWEEP_FLAGS[@]}" --deadline-s $(( $(left) - 20 )))
 cd /tmp
 CUDA_VISIBLE_DEVICES=0 python3 -m adaptive_spec.bench.cli sweep "${COMMON[@]}" \
   --target "$DIAL/target" --draft "$DIAL/draft-dial-0.7" --name dial-0.7 \
@@ -35,10 +31,6 @@ CUDA_VISIBLE_DEVICES=1 python3 -m adaptive_spec.bench.cli sweep "${COMMON[@]}" \
   --log-dir /tmp/logs-wrong --out "$OUT/sweep-always-wrong.json" > "$OUT/sweep-always-wrong.txt" 2>&1 &
 wait
 cat "$OUT/sweep-always-wrong.txt" "$OUT/sweep-dial-0.7.txt"
-for d in /tmp/logs-wrong /tmp/logs-dial; do for f in "$d"/*.log; do
-  grep -E "adaptive_spec|Traceback|Error|rror:" "$f" | grep -v "Decode batch\|GET /adaptive_spec" | head -400 > "$f.excerpt"
-  grep -E "Decode batch|Prefill batch" "$f" | tail -3000 > "$f.batches"; done; done
-tar -cJf "$OUT/logs.tar.xz" /tmp/logs-wrong/*.excerpt /tmp/logs-wrong/*.batches /tmp/logs-dial/*.excerpt \
-  /tmp/logs-dial/*.batches "$OUT/build.log" 2>/dev/null
+pack_logs logs.tar.xz /tmp/logs-wrong/*.log /tmp/logs-dial/*.log
 rm -f "$OUT/build.log" "$OUT/sweep-always-wrong.txt" "$OUT/sweep-dial-0.7.txt"
 say "done"

@@ -72,12 +72,40 @@ build_models() {
   python3 .device/make_models.py --out "$MODELS" --drafts aligned,random --hidden 4096 --inter 14336 \
     --layers 32 --heads 32 --kv-heads 8 --vocab 128256 && touch "$MODELS/.done" || { say "models failed"; exit 3; }
 }
-GRAPH=(--cuda-graph-backend-decode full --cuda-graph-bs-decode 1 2 4 8 16 32 64 128 256
-       --max-running-requests 256 --mem-fraction-static 0.5)
+CUDA_GRAPH=(--cuda-graph-backend-decode full --cuda-graph-bs-decode 1 2 4 8 16 32 64 128 256)
+GRAPH=("${CUDA_GRAPH[@]}" --max-running-requests 256 --mem-fraction-static 0.5)
 EAGLE=(--speculative-algorithm EAGLE3 --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4)
 LOG="$OUT/servers.log"
 left() { echo $(( DEADLINE_S - $(date +%s) + T_START )); }
 
 pack_jitcache() {
   ( cd "$SGL/cache" && tar -cf - tvm-ffi triton fi inductor 2>/dev/null | xz -T0 -3 > "$OUT/jitcache.tar.xz" )
+}
+
+# The synthetic pair of benchmarks/models.py in $1 with the drafts $2 (comma list), builder
+# flags after (e.g. --preset 8b); kept when the target and every draft are there already.
+build_pair() {
+  local dir=$1 drafts=$2 d; shift 2
+  local have=1; [ -f "$dir/target/model.safetensors" ] || have=0
+  for d in ${drafts//,/ }; do [ -f "$dir/draft-${d/:/-}/model.safetensors" ] || have=0; done
+  [ $have = 1 ] && return 0
+  say "building $dir ($drafts)"
+  ( cd /tmp && python3 -m adaptive_spec.bench.models --out "$dir" --drafts "$drafts" "$@" ) \
+    >> "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; return 3; }
+}
+
+# The sweep settings of the 2026-11-29 runs (closed loop, N = 1..256, 192 new tokens, 5-s
+# levels after a warm-up wave each, steady window); each call adds systems, models, output.
+SWEEP_FLAGS=(--concurrency 1,4,16,32,64,128,256 --new-tokens 192 --prompt-len 40,128 --temperature 0
+  --time-budget-s 5 --drain-s 2 --requests-per-level 100000 --start-stagger-s 10
+  --server-arg "--max-running-requests 260" --quiet)
+
+# $OUT/$1 (tar.xz): of each server log given, our lines and errors, and SGLang's batch lines.
+pack_logs() {
+  local archive=$1 f; shift
+  for f in "$@"; do
+    grep -E "adaptive_spec|Traceback|rror" "$f" | grep -v "GET /adaptive_spec" | head -400 > "$f.excerpt"
+    grep -E "Decode batch|Prefill batch" "$f" | tail -3000 > "$f.batches"
+  done
+  tar -cJf "$OUT/$archive" $(for f in "$@"; do echo "$f.excerpt" "$f.batches"; done) 2>/dev/null
 }

@@ -72,3 +72,16 @@ def model_dirs(tmp_path):
         "architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 64,
         "num_hidden_layers": 1, "vocab_size": 1000, "draft_vocab_size": 1000}))
     return t, d
+
+
+def fake_attached(*extra):
+    """A FAKE SGLang server (fake_sglang_server.py) started and ready, for --attach runs;
+    the caller stops it."""
+    from adaptive_spec.bench.servers import ServerProcess, free_port
+
+    port = free_port()
+    sp = ServerProcess("x", cmd=[sys.executable, str(HERE / "fake_sglang_server.py"),
+                                 "--port", str(port), *extra], port=port)
+    sp.start()
+    sp.wait_ready(30, poll_s=0.2)
+    return sp

@@ -82,7 +82,9 @@ class Fake:
     async def status(self, req):
         if not self.a.fake_status:
             raise web.HTTPNotFound()
-        return web.json_response({"steps": self.cur_steps(), "steps_histogram": self.steps_hist})
+        # the real route's shape: per-rank states plus the first rank's steps and histogram
+        return web.json_response({"ranks": [{"steps_histogram": self.steps_hist}],
+                                  "steps": self.cur_steps(), "steps_histogram": self.steps_hist})
 
     async def metrics(self, req):
         # FAKE exposition: one of our series and one SGLang series that --metrics-out drops

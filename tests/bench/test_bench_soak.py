@@ -3,14 +3,14 @@ and KV sampling, probe comparison, the result schema, and its exit status."""
 import json
 
 from adaptive_spec.bench import cli, schema
-from test_bench_sweep_cli import _fake_attached
+from conftest import fake_attached
 
 SHORT = ["--duration-s", "3", "--pattern-s", "1", "--high", "6", "--new-tokens", "8",
          "--probes", "8", "--probe-tokens", "8", "--odd-every-s", "0.1", "--vocab", "1000"]
 
 
 def test_soak_counts_everything_and_writes_a_valid_result(tmp_path, capsys):
-    plain, sut = _fake_attached(), _fake_attached("--speculative-algorithm", "EAGLE3")
+    plain, sut = fake_attached(), fake_attached("--speculative-algorithm", "EAGLE3")
     try:
         out = tmp_path / "2026-11-29-soak.json"
         rc = cli.main(["soak", "--plain", plain.url, "--sut", sut.url,
@@ -21,7 +21,7 @@ def test_soak_counts_everything_and_writes_a_valid_result(tmp_path, capsys):
         sut.stop(5)
     assert schema.validate_obj(res) == []
     assert rc == 0, capsys.readouterr()
-    assert res["requests"] > 30 and res["failed"] == 0
+    assert res["requests"] > 10 and res["failed"] == 0
     assert set(res["patterns"]) == {"step", "bursty", "sawtooth"}
     odd = res["odd_requests"]
     assert all(c["sent"] >= 1 for c in odd.values())
@@ -34,7 +34,7 @@ def test_soak_counts_everything_and_writes_a_valid_result(tmp_path, capsys):
 
 
 def test_soak_fails_when_outputs_differ_from_plain(tmp_path):
-    plain, sut = _fake_attached(), _fake_attached("--fake-lossy")
+    plain, sut = fake_attached(), fake_attached("--fake-lossy")
     try:
         out = tmp_path / "soak.json"
         rc = cli.main(["soak", "--plain", plain.url, "--sut", sut.url, "--out", str(out),

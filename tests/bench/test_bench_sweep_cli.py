@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from adaptive_spec.bench import cli, schema
-from adaptive_spec.bench.servers import ServerProcess, free_port
+from conftest import fake_attached
 
-FAKE = os.path.join(os.path.dirname(__file__), "fake_sglang_server.py")
 FAST = ["--time-budget-s", "1", "--drain-s", "1", "--start-stagger-s", "0",
         "--sglang-launcher", "fake_sglang_server", "--ours-launcher", "fake_sglang_server",
         "--quiet"]
@@ -75,18 +74,10 @@ def _procs_with(needle):
     return found
 
 
-def _fake_attached(*extra):
-    port = free_port()
-    sp = ServerProcess("x", cmd=[sys.executable, FAKE, "--port", str(port), *extra], port=port)
-    sp.start()
-    sp.wait_ready(30, poll_s=0.2)
-    return sp
-
-
 def test_sweep_attach_open_loop_and_step_pattern(tmp_path, model_dirs):
     t, _ = model_dirs
-    a = _fake_attached("--model-path", str(t))
-    b = _fake_attached("--model-path", str(t), "--speculative-algorithm", "EAGLE3",
+    a = fake_attached("--model-path", str(t))
+    b = fake_attached("--model-path", str(t), "--speculative-algorithm", "EAGLE3",
                        "--fake-status", "--fake-lossy")
     try:
         out = tmp_path / "2026-11-29-open.json"

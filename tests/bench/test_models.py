@@ -429,7 +429,7 @@ def test_moe_target_runs_router_and_experts_and_follows_the_cycle(built_moe):
     assert torch.equal(torch.argmax(logits, dim=-1), plan.next_tok[ys])
     # the router spreads tokens over every expert: all experts really run
     x = M.rms_norm(T.embed[ys], T.w["model.layers.0.post_attention_layernorm.weight"], T.eps)
-    routed = M._lin(x, T.w["model.layers.0.mlp.gate.weight"]).topk(2, dim=-1).indices
+    routed = M._lin(x, T.w["model.layers.0.mlp.gate.weight"]).topk(shape.experts_per_tok, dim=-1).indices
     assert set(routed.unique().tolist()) == set(range(shape.experts))
     r = M.simulate("", "", requests=8, new_tokens=128, steps=3, seed=11,
                    draft=M.RefDraft(os.path.join(built_moe, "draft-dial-0.7"), T))

@@ -8,6 +8,8 @@ def fresh_plugin_state():
     """Each test starts without a controller or remembered spec workers (process globals)."""
     state.reset_for_tests()
     hooks_offpath._spec_workers.clear()
+    hooks_offpath._decode_forward_active = False
     yield
     state.reset_for_tests()
     hooks_offpath._spec_workers.clear()
+    hooks_offpath._decode_forward_active = False

@@ -128,11 +128,8 @@ def test_one_token_verify_runs_as_plain_decode(monkeypatch):
                     planned=forward_batch.forward_metadata_ready)  # fmt: skip
         return "logits"
 
-    hooks_offpath._decode_forward_active = True
-    try:
-        out = hooks_offpath.around_target_forward(target_forward, tp_worker, batch=None, forward_batch=fb, is_verify=True)
-    finally:
-        hooks_offpath._decode_forward_active = False
+    monkeypatch.setattr(hooks_offpath, "_decode_forward_active", True)
+    out = hooks_offpath.around_target_forward(target_forward, tp_worker, batch=None, forward_batch=fb, is_verify=True)
     assert out == "logits"
     # DECODE counts the token being decoded in seq_lens: same position, same KV slot.
     assert seen == {"mode": ForwardMode.DECODE, "installed": True, "lens": [11, 12, 13], "lens_sum": 36,
@@ -146,7 +143,6 @@ def test_other_target_forwards_are_untouched(monkeypatch):
     modes = []
     fwd = lambda tp, batch, forward_batch, *a, **kw: modes.append(forward_batch.forward_mode)  # noqa: E731
     for active, fb in ((False, verify_forward_batch(2)), (True, verify_forward_batch(2, draft_tokens=4))):
-        hooks_offpath._decode_forward_active = active
+        monkeypatch.setattr(hooks_offpath, "_decode_forward_active", active)
         hooks_offpath.around_target_forward(fwd, worker._target_worker, batch=None, forward_batch=fb, is_verify=True)
-    hooks_offpath._decode_forward_active = False
     assert modes == [ForwardMode.TARGET_VERIFY, ForwardMode.TARGET_VERIFY]

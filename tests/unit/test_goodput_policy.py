@@ -157,7 +157,7 @@ def test_every_rank_makes_the_same_decisions_from_different_local_timings():
     assert out[0][1]["decisions"] == 1200  # the digest the GPU run compares across ranks
 
 
-def test_rank_check_digest_differs_when_one_decision_differs(caplog):
+def test_rank_check_digest_differs_when_one_decision_differs(caplog, monkeypatch):
     import adaptive_spec.controller as controller
 
     a, b = Controller(AdaptiveSpecConfig()), Controller(AdaptiveSpecConfig())  # threshold 32
@@ -167,13 +167,9 @@ def test_rank_check_digest_differs_when_one_decision_differs(caplog):
     assert a.decision_count == b.decision_count == 10
     assert a.status()["rank_check"] != b.status()["rank_check"]
     caplog.set_level("INFO", logger="adaptive_spec")
-    old = controller.RANK_CHECK_EVERY
-    controller.RANK_CHECK_EVERY = 4
-    try:
-        for _ in range(4):
-            a.decide(1)
-    finally:
-        controller.RANK_CHECK_EVERY = old
+    monkeypatch.setattr(controller, "RANK_CHECK_EVERY", 4)
+    for _ in range(4):
+        a.decide(1)
     assert any("rank_check rank=0 decisions=12 digest=" in r.message for r in caplog.records)
 
 
@@ -222,12 +218,12 @@ def test_one_stall_among_a_probes_samples_does_not_move_the_estimate():
     assert table.estimate(bucket_of(8), 0) == pytest.approx(0.0105)  # the stall trimmed
 
 
-def test_refresh_probes_are_rare_and_rank_identical():
+def test_refresh_probes_are_rare():
     ctl = make_ctl()
     chosen = simulate(ctl, 64, 0.0, 6000, random.Random(4))
     tail = chosen[2000:]
-    off_choice = [k for k in tail if k != 0]
-    assert 0 < len(off_choice) <= 0.01 * len(tail)  # refreshes happen, about 0.3% of steps
+    drafting = [k for k in tail if k != 0]  # with nothing accepted, only refresh probes draft
+    assert 0 < len(drafting) <= 0.01 * len(tail)  # they happen, and rarely
 
 
 def test_no_probes_of_a_step_count_that_cannot_win():
