@@ -330,6 +330,16 @@ SGLANG_CPU_PREAMBLE = textwrap.dedent(r'''
     sa = ServerArgs(model_path="dummy", device="cpu")
     set_global_server_args_for_scheduler(sa)
     from sglang.srt.configs.model_config import ModelConfig
+
+    def load_nan_filled(model, path):
+        """Every parameter NaN, then the checkpoint through the model's own load_weights:
+        a parameter still NaN afterwards was never written."""
+        params = dict(model.named_parameters())
+        for p in params.values():
+            p.data.fill_(float("nan"))
+        ck = load_file(os.path.join(path, "model.safetensors"))
+        model.load_weights(iter(ck.items()))
+        return params, ck
 ''')
 
 SGLANG_LOAD = SGLANG_CPU_PREAMBLE + textwrap.dedent(r'''
@@ -365,11 +375,7 @@ SGLANG_LOAD = SGLANG_CPU_PREAMBLE + textwrap.dedent(r'''
         cls = LlamaForCausalLMEagle3 if draft else LlamaForCausalLM
         assert mc.hf_config.architectures == [cls.__name__], mc.hf_config.architectures
         model = cls(mc.hf_config)
-        params = dict(model.named_parameters())
-        for p in params.values():
-            p.data.fill_(float("nan"))
-        ck = load_file(os.path.join(path, "model.safetensors"))
-        model.load_weights(iter(ck.items()))
+        params, ck = load_nan_filled(model, path)
         exp = expected(ck, draft)
         # the draft shares the target's embed_tokens (set_embed), not in its checkpoint
         skip = {"model.embed_tokens.weight"} if draft else set()
@@ -445,11 +451,7 @@ SGLANG_LOAD_MOE = SGLANG_CPU_PREAMBLE + textwrap.dedent(r'''
     mc = ModelConfig(path)
     initialize_dp_attention(sa, mc)
     model = Qwen3MoeForCausalLM(mc.hf_config)
-    params = dict(model.named_parameters())
-    for p in params.values():
-        p.data.fill_(float("nan"))
-    ck = load_file(os.path.join(path, "model.safetensors"))
-    model.load_weights(iter(ck.items()))
+    params, ck = load_nan_filled(model, path)
     w13 = params["model.layers.1.mlp.experts.w13_weight"].data
     want = torch.cat([ck["model.layers.1.mlp.experts.3.gate_proj.weight"],
                       ck["model.layers.1.mlp.experts.3.up_proj.weight"]])
