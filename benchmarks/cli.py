@@ -40,6 +40,18 @@ def _ints(s: str) -> List[int]:
     return v
 
 
+def _budgets(s: str) -> dict:
+    """'128:8,256:10' -> {128: 8.0, 256: 10.0}"""
+    try:
+        pairs = [x.split(":") for x in s.replace(" ", "").split(",") if x]
+        v = {int(n): float(t) for n, t in pairs}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N:SECONDS,... (e.g. 128:8,256:10), got {s!r}")
+    if not v:
+        raise argparse.ArgumentTypeError("empty list")
+    return v
+
+
 def _floats(s: str) -> List[float]:
     try:
         v = [float(x) for x in s.replace(" ", "").split(",") if x]
@@ -92,6 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--burst-s", type=float, default=2.0, help="bursty: burst length")
     g = s.add_argument_group("requests")
     g.add_argument("--new-tokens", type=int, default=256)
+    g.add_argument("--new-tokens-spread", type=float, default=0.0, metavar="F",
+                   help="each request's max_new_tokens uniform in new_tokens * [1-F, 1+F] (same "
+                        "per request for every system); > 0 keeps a closed loop's streams from "
+                        "running in lockstep waves")
     g.add_argument("--prompt-len", type=_ints, default=[40, 128],
                    help="prompt lengths, used round-robin")
     g.add_argument("--temperature", type=float, default=0.0)
@@ -105,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     g = s.add_argument_group("bounds")
     g.add_argument("--time-budget-s", type=float, default=6.0,
                    help="per level and system: no new request after this")
+    g.add_argument("--time-budget-from", type=_budgets, default={}, metavar="N:S,...",
+                   help="longer levels at high load: from concurrency N on, S seconds "
+                        "(e.g. 128:8,256:10)")
     g.add_argument("--drain-s", type=float, default=4.0,
                    help="per level: requests still running this long after the budget are cut off")
     g.add_argument("--requests-per-level", type=int, default=None,
@@ -209,7 +228,8 @@ def _config_from(a: argparse.Namespace, argv: List[str]):
         systems=systems, target=a.target, draft=a.draft, concurrency=a.concurrency,
         rates=a.rate, pattern=a.pattern, pattern_low=a.pattern_low, pattern_high=a.pattern_high,
         duration_s=a.duration_s, period_s=a.period_s, burst_s=a.burst_s,
-        new_tokens=a.new_tokens, prompt_len=a.prompt_len, temperature=a.temperature,
+        new_tokens=a.new_tokens, new_tokens_spread=a.new_tokens_spread,
+        prompt_len=a.prompt_len, temperature=a.temperature,
         top_p=a.top_p, top_k=a.top_k, stream=not a.no_stream, seed=a.seed,
         out=a.out or default_out(a.name), name=a.name, attach=attach,
         server_args=a.server_arg, system_args=a.system_args, spec_steps=a.spec_steps,
@@ -217,6 +237,7 @@ def _config_from(a: argparse.Namespace, argv: List[str]):
         mem_fraction_static=a.mem_fraction_static, max_total_tokens=a.max_total_tokens,
         start_mode=a.start_mode, start_stagger_s=a.start_stagger_s,
         start_timeout_s=a.start_timeout_s, order=a.order, time_budget_s=a.time_budget_s,
+        time_budget_from=a.time_budget_from,
         drain_s=a.drain_s, requests_per_level=a.requests_per_level,
         max_requests_cap=a.max_requests, warmup=not a.no_warmup,
         warmup_tokens=a.warmup_tokens, deadline_s=a.deadline_s,

@@ -101,6 +101,17 @@ def make_prompt(seed: int, level_key: str, idx: int, prompt_lens: Sequence[int],
     return [rng.randrange(lo, hi) for _ in range(n)]
 
 
+def spread_new_tokens(seed: int, level_key: str, idx: int, new_tokens: int, spread: float) -> int:
+    """max_new_tokens of request idx: uniform in new_tokens * [1 - spread, 1 + spread], the same
+    for every system (same seed/level/idx). A spread keeps a closed loop's streams from ending
+    together: without one, N equal requests start, decode and finish in lockstep waves, and a
+    short level measures mostly the waves' edges."""
+    if spread <= 0:
+        return new_tokens
+    rng = random.Random(f"len:{seed}:{level_key}:{idx}")
+    return max(1, round(new_tokens * (1.0 + spread * (2.0 * rng.random() - 1.0))))
+
+
 # ------------------------------------------------------------------------------------------
 # schedules (concurrency over time)
 
@@ -482,11 +493,13 @@ async def _finish(tasks: list, hard: float) -> int:
 
 async def run_closed(client: Client, prompt_fn: PromptFn, schedule: Schedule, *,
                      max_requests: int, time_budget_s: float, drain_s: float,
-                     on_request: Optional[Callable[[RequestRecord], None]] = None) -> LoopResult:
+                     on_request: Optional[Callable[[RequestRecord], None]] = None,
+                     new_tokens_fn: Optional[Callable[[int], int]] = None) -> LoopResult:
     """Closed loop: worker w issues requests back-to-back while w < schedule.at(t).
 
     Stops issuing at ``min(time_budget_s, schedule.duration)`` or after ``max_requests``;
     requests still running ``drain_s`` later are cut off (their tokens so far are kept).
+    ``new_tokens_fn(idx)``: request idx's max_new_tokens (default: the client's).
     """
     if max_requests < 1 or time_budget_s <= 0:
         raise BenchError("max_requests must be >= 1 and the time budget > 0")
@@ -509,7 +522,7 @@ async def run_closed(client: Client, prompt_fn: PromptFn, schedule: Schedule, *,
                 return
             rec = RequestRecord(idx=idx)
             records.append(rec)
-            await client.request(rec, prompt_fn(idx))
+            await client.request(rec, prompt_fn(idx), new_tokens_fn(idx) if new_tokens_fn else None)
             if on_request is not None:
                 on_request(rec)
 
@@ -521,7 +534,7 @@ async def run_closed(client: Client, prompt_fn: PromptFn, schedule: Schedule, *,
 
 async def run_open(client: Client, prompt_fn: PromptFn, *, rate: float, max_concurrency: int,
                    max_requests: int, time_budget_s: float, drain_s: float,
-                   seed: int = 0) -> LoopResult:
+                   seed: int = 0, new_tokens_fn: Optional[Callable[[int], int]] = None) -> LoopResult:
     """Open loop: Poisson arrivals at ``rate`` req/s; at most ``max_concurrency`` in flight
     (arrivals beyond that wait; ``scheduled`` keeps their intended time)."""
     if rate <= 0 or max_concurrency < 1 or max_requests < 1 or time_budget_s <= 0:
@@ -538,7 +551,7 @@ async def run_open(client: Client, prompt_fn: PromptFn, *, rate: float, max_conc
     async def go(rec: RequestRecord, ids: List[int]):
         try:
             async with sem:
-                await client.request(rec, ids)
+                await client.request(rec, ids, new_tokens_fn(rec.idx) if new_tokens_fn else None)
         except asyncio.CancelledError:
             rec.cancelled = True
             raise

@@ -17,6 +17,7 @@ import asyncio
 import datetime as _dt
 import hashlib
 import json
+import math
 import os
 import platform
 import shlex
@@ -63,6 +64,7 @@ class SweepConfig:
     period_s: float = 10.0                    # sawtooth / bursty
     burst_s: float = 2.0                      # bursty
     new_tokens: int = 256
+    new_tokens_spread: float = 0.0            # each request's max_new_tokens: new_tokens * (1 +- spread)
     prompt_len: List[int] = field(default_factory=lambda: [40, 128])
     temperature: float = 0.0
     top_p: Optional[float] = None
@@ -83,6 +85,7 @@ class SweepConfig:
     start_timeout_s: float = 420.0
     order: str = "level"                      # level|system (parallel mode)
     time_budget_s: float = 6.0
+    time_budget_from: Dict[int, float] = field(default_factory=dict)  # {N: s}: levels >= N
     drain_s: float = 4.0
     requests_per_level: Optional[int] = None  # None: max(2N, 8) capped at 512
     max_requests_cap: int = 512
@@ -310,6 +313,10 @@ class Sweep:
             raise BenchError("--pattern and --rate do not combine: patterns are closed-loop")
         if c.time_budget_s <= 0 or c.drain_s < 0:
             raise BenchError("--time-budget-s must be > 0 and --drain-s >= 0")
+        if any(n < 1 or s <= 0 for n, s in c.time_budget_from.items()):
+            raise BenchError("--time-budget-from: N >= 1 and seconds > 0 (e.g. 128:8,256:10)")
+        if not 0 <= c.new_tokens_spread < 1:
+            raise BenchError("--new-tokens-spread must be in [0, 1)")
         if c.start_mode not in ("parallel", "serial"):
             raise BenchError(f"--start-mode {c.start_mode!r}: parallel or serial")
         if c.order not in ("level", "system"):
@@ -349,7 +356,11 @@ class Sweep:
                     if "builtin-adaptive" in self.defs else 0)
         # prompts are used round-robin, so the requests in flight have the mean length
         mean_prompt = -(-sum(c.prompt_len) // len(c.prompt_len))
-        per_req = mean_prompt + c.new_tokens + 2 * (steps + 1) + 8
+        # with spread output lengths a request in flight is more likely a long one: its mean
+        # length is E[L^2]/E[L] = new_tokens * (1 + spread^2 / 3) for the uniform spread
+        # (sizing for the longest ran four servers out of GPU memory on 2026-11-29)
+        in_flight = math.ceil(c.new_tokens * (1 + c.new_tokens_spread ** 2 / 3))
+        per_req = mean_prompt + in_flight + 2 * (steps + 1) + 8
         t = int(self.max_concurrency * per_req * 1.05) + 1024
         return max(16384, (t + 1023) // 1024 * 1024)
 
@@ -496,6 +507,9 @@ class Sweep:
         wl = {"kind": "closed", "new_tokens": c.new_tokens, "prompt_tokens": list(c.prompt_len),
               "temperature": c.temperature, "stream": c.stream, "seed": c.seed,
               "time_budget_s": c.time_budget_s, "drain_s": c.drain_s,
+              **({"time_budget_from": {str(n): v for n, v in sorted(c.time_budget_from.items())}}
+                 if c.time_budget_from else {}),
+              **({"new_tokens_spread": c.new_tokens_spread} if c.new_tokens_spread else {}),
               "requests_per_level": c.requests_per_level or
               f"max(2N, 8) capped at {c.max_requests_cap}",
               "order": c.order if c.start_mode == "parallel" else "system",
@@ -587,18 +601,36 @@ class Sweep:
             return [(c.pattern, None)]
         return [("closed", n) for n in c.concurrency]
 
+    def level_budget_s(self, level: tuple) -> float:
+        """Issuing time of a closed/open level: --time-budget-s, or the --time-budget-from
+        entry of the largest N <= the level's concurrency (high loads need longer levels: a
+        request lives longer and the streams take longer to spread out)."""
+        kind, val = level
+        c = self.cfg
+        n = int(val) if kind == "closed" else self.max_concurrency
+        keys = [k for k in c.time_budget_from if k <= n]
+        return c.time_budget_from[max(keys)] if keys else c.time_budget_s
+
     def level_cost_s(self, level: tuple) -> float:
         kind, _ = level
         c = self.cfg
         if kind in ("closed", "open"):
-            return c.time_budget_s + c.drain_s + 2.0
+            return self.level_budget_s(level) + c.drain_s + 2.0
         return c.duration_s + c.drain_s + 2.0
+
+    def new_tokens_fn(self, level_key: str):
+        c = self.cfg
+        if c.new_tokens_spread <= 0:
+            return None
+        return lambda idx: lg.spread_new_tokens(c.seed, level_key, idx, c.new_tokens,
+                                                c.new_tokens_spread)
 
     def client(self, sp: ServerProcess) -> lg.Client:
         c = self.cfg
         return lg.Client(sp.url, new_tokens=c.new_tokens, temperature=c.temperature,
                          top_p=c.top_p, top_k=c.top_k, stream=c.stream,
-                         request_timeout_s=max(60.0, c.time_budget_s + c.drain_s + 30),
+                         request_timeout_s=max(60.0, c.time_budget_s + c.drain_s + 30,
+                                               *(v + c.drain_s + 30 for v in c.time_budget_from.values())),
                          max_connections=self.max_concurrency + 16)
 
     def prompt_fn(self, level_key: str):
@@ -670,27 +702,29 @@ class Sweep:
             if kind == "closed":
                 n = int(val)
                 key = f"c{n}"
+                budget = self.level_budget_s(level)
                 mr = c.requests_per_level or lg.level_requests(n, cap=c.max_requests_cap)
-                res = await lg.run_closed(cl, self.prompt_fn(key), lg.steady(n, c.time_budget_s),
-                                          max_requests=mr, time_budget_s=c.time_budget_s,
-                                          drain_s=c.drain_s)
+                res = await lg.run_closed(cl, self.prompt_fn(key), lg.steady(n, budget),
+                                          max_requests=mr, time_budget_s=budget,
+                                          drain_s=c.drain_s, new_tokens_fn=self.new_tokens_fn(key))
                 sched = None
             elif kind == "open":
                 rate = float(val)
                 key = f"r{rate:g}"
-                mr = c.requests_per_level or lg.open_requests(rate, c.time_budget_s,
-                                                               c.max_requests_cap)
+                budget = self.level_budget_s(level)
+                mr = c.requests_per_level or lg.open_requests(rate, budget, c.max_requests_cap)
                 res = await lg.run_open(cl, self.prompt_fn(key), rate=rate,
                                         max_concurrency=self.max_concurrency, max_requests=mr,
-                                        time_budget_s=c.time_budget_s, drain_s=c.drain_s,
-                                        seed=c.seed)
+                                        time_budget_s=budget, drain_s=c.drain_s,
+                                        seed=c.seed, new_tokens_fn=self.new_tokens_fn(key))
                 sched = None
             else:
                 key = kind
                 sched = self.schedule()
                 res = await lg.run_closed(cl, self.prompt_fn(key), sched,
                                           max_requests=c.requests_per_level or 100000,
-                                          time_budget_s=sched.duration, drain_s=c.drain_s)
+                                          time_budget_s=sched.duration, drain_s=c.drain_s,
+                                          new_tokens_fn=self.new_tokens_fn(key))
             samples = await poller.stop()
         recs = res.records
         base = {"system": name}

@@ -25,7 +25,9 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
   the policy drafted where the plain decode was 10-35% faster end to end.
 - A probe is expensive exactly where drafting loses (at 256 requests one k=3 step cost 16x a
   k=0 step). So only a k that could still win is probed: no estimate yet, or an estimated
-  goodput within `probe_optimism` of the best.
+  goodput within `probe_optimism` of the best; smallest k first, because a measured k is a
+  floor for every larger one (more draft steps and verify tokens never make a step faster);
+  and a refresh probes only k=0 or the chosen k's neighbours.
 
 Tensor parallelism: every input is rank-identical except the measured times. Those are
 accumulated locally and merged into the table only every `sync_interval` decisions, through
@@ -128,6 +130,13 @@ class StepTimeTable:
                     return t_bk * (2.0 ** (bucket - b)) ** 0.5  # crude: cost grows sublinearly with batch
         return None
 
+    def floor(self, bucket: int, k: int) -> float:
+        """A lower bound on t(bucket, k): the slowest measured j < k at this bucket (a longer
+        draft chain never makes a step faster: more draft steps, more tokens to verify).
+        0.0 when nothing below k is measured here."""
+        return max((self.mean[self._i(bucket, j)] for j in range(k)
+                    if self.count[self._i(bucket, j)] > 0), default=0.0)
+
     def snapshot(self) -> dict:
         out = {}
         for b in range(MAX_BUCKET_EXP + 1):
@@ -188,11 +197,19 @@ class GoodputPolicy:
 
     def step_time(self, bucket: int, k: int) -> float:
         t = self.table.estimate(bucket, k)
-        if t is not None:
-            return t
-        base = self.table.estimate(bucket, 0)
-        base = base if base is not None else 0.01
-        return base * (1.0 + self.PRIOR_STEP_COST * k)
+        if t is None:
+            base = self.table.estimate(bucket, 0)
+            base = base if base is not None else 0.01
+            t = base * (1.0 + self.PRIOR_STEP_COST * k)
+        return max(t, self.table.floor(bucket, k))
+
+    def optimistic_goodput(self, bucket: int, k: int, expected: list[float]) -> float:
+        """The best goodput k could plausibly have: its estimate `probe_optimism` times too
+        slow, but never faster than the floor (the measured smaller k of this bucket)."""
+        est = self.table.estimate(bucket, k)
+        floor = self.table.floor(bucket, k)
+        t = max(floor, est / self.probe_optimism if est is not None else 0.0)
+        return math.inf if t <= 0 else expected[k] / t
 
     # ---- decision -------------------------------------------------------------------
     def decide(self, snap: LoadSnapshot, acc: AcceptanceStats) -> Decision:
@@ -203,7 +220,7 @@ class GoodputPolicy:
         expected = self.expected_tokens(acc)
         goodput = [expected[k] / self.step_time(bucket, k) for k in range(self.max_steps + 1)]
         self._last_goodput = {k: g for k, g in enumerate(goodput)}
-        probe = self._probe(bucket, goodput)
+        probe = self._probe(bucket, goodput, expected)
         if probe is not None:
             return Decision(probe, "cost_model")
         candidates = list(range(self.max_steps + 1))
@@ -220,9 +237,11 @@ class GoodputPolicy:
         self._current = best
         return Decision(best, reason)
 
-    def _probe(self, bucket: int, goodput: list[float]) -> Optional[int]:
-        """Round-robin short probes of under-sampled k at this bucket, rarely, and only of a
-        k that could still win (identical on every rank: the table only changes at syncs)."""
+    def _probe(self, bucket: int, goodput: list[float], expected: list[float]) -> Optional[int]:
+        """Short probes of under-sampled k at this bucket, rarely, smallest k first, and only
+        of a k that could still win (identical on every rank: the table only changes at
+        syncs). Smallest first: each measured k raises the floor of every larger one, so at a
+        batch where drafting loses, the expensive long chains are never probed."""
         if self._probe_left > 0:
             self._probe_left -= 1
             return self._probe_k
@@ -231,19 +250,21 @@ class GoodputPolicy:
         best = max(goodput)
 
         def could_win(k: int) -> bool:
-            return (k == 0 or self.table.estimate(bucket, k) is None
-                    or goodput[k] * self.probe_optimism >= best)
+            return k == 0 or self.optimistic_goodput(bucket, k, expected) >= best
 
         under = [k for k in range(self.max_steps + 1)
                  if self.table.samples(bucket, k) < self.min_samples and could_win(k)]
         if under:
             # k=0 first: every estimate at this bucket scales from it, and an off step is
-            # the cheapest probe; then round-robin
-            k = 0 if 0 in under else under[(self._decisions // self.explore_interval) % len(under)]
+            # the cheapest probe
+            k = under[0]
         elif self._decisions % self.refresh_interval == 0 and self._current is not None:
-            # A filled bucket: refresh the stalest k other than the chosen one, so an estimate
-            # that went wrong (or a cost that drifted) cannot keep a k unchosen for ever.
-            others = [k for k in range(self.max_steps + 1) if k != self._current and could_win(k)]
+            # A filled bucket: refresh the stalest of k=0 and the chosen k's neighbours, so an
+            # estimate that went wrong (or a cost that drifted) cannot keep a k unchosen for
+            # ever, without paying for a far, expensive chain.
+            cur = self._current
+            others = [k for k in {0, cur - 1, cur + 1}
+                      if 0 <= k <= self.max_steps and k != cur and could_win(k)]
             if not others:
                 return None
             k = max(others, key=lambda k: (self.table.staleness(bucket, k), -k))

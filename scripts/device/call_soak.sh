@@ -6,15 +6,17 @@
 #   ... other commands on the other GPU (the machine must stay held: <30 s idle between calls)
 #   bash scripts/device/call_soak.sh collect              # waits (bounded) and returns the JSON
 # Servers on GPU $SOAK_GPU: plain (reference for the probes) and adaptive-spec (threshold 64,
-# floor 1.5, decision log), dial-0.7 pair. NOT YET RUN on a GPU (written 2026-11-29, session 2).
+# floor 1.5, decision log), dial-0.7 pair (built in $SOAK_DIR, default /tmp/soak-8b, with the
+# always-wrong draft beside it).
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-570}
-S=/tmp/soak; DIAL=/tmp/dial-8b
+S=/tmp/soak; DIAL=${SOAK_DIR:-/tmp/soak-8b}
 case "${1:-}" in
 start)
   mkdir -p "$S"
   export CUDA_VISIBLE_DEVICES=${SOAK_GPU:-1}
   build_pair "$DIAL" random,dial:0.7 --preset 8b || exit 3
+  [ -n "${SOAK_BUILD_ONLY:-}" ] && exit 0
   SA=(--mem-fraction-static 0.92 --max-total-tokens 120000 --max-running-requests 260 --sleep-on-idle
       "${CUDA_GRAPH[@]}")
   start_server plain 31000 "$S/plain.log" python3 -m sglang.launch_server --model-path "$DIAL/target" "${SA[@]}"
@@ -23,7 +25,7 @@ start)
   start_server adaptive-spec 31001 "$S/ours.log" python3 -m adaptive_spec.launch_server \
     --model-path "$DIAL/target" "${SA[@]}" "${EAGLE[@]}" --speculative-draft-model-path "$DIAL/draft-dial-0.7" \
     --adaptive-spec-threshold 64 --adaptive-spec-min-accept-len 1.5 --adaptive-spec-log-decisions
-  P2=$CUR_PID; CUR_PID=""; trap - EXIT
+  P2=$CUR_PID; CUR_PID=""; trap - EXIT; echo "$P1 $P2" > "$S/pids"
   for port in 31000 31001; do for _ in $(seq 1 200); do
     curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 1; done; done
   cd /tmp && setsid nohup sh -c "python3 -m adaptive_spec.bench.cli soak --plain http://127.0.0.1:31000 \
@@ -34,6 +36,7 @@ collect)
   for _ in $(seq 1 $(( $(left) - 30 ))); do [ -f "$S/done" ] && break; sleep 1; done
   cat "$S/driver.log"; cp "$S/soak.json" "$OUT/" 2>/dev/null
   grep -E "adaptive_spec|Traceback|rror" "$S/ours.log" | grep -v "GET /adaptive_spec" | tail -300 > "$OUT/ours-excerpt.log"
+  for p in $(cat "$S/pids" 2>/dev/null); do kill -TERM -- -"$p" 2>/dev/null; done  # frees the GPU
   say "collected" ;;
 *) echo "usage: call_soak.sh start|collect"; exit 2 ;;
 esac

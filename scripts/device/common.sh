@@ -26,7 +26,13 @@ export SGLANG_DISABLED_MODEL_ARCHS="$(cd $SGL/site/sglang/srt/models && ls *.py 
   | grep -v -x -e llama -e llama_eagle3 -e qwen3_moe -e __init__ -e registry | paste -sd, -)"
 
 # This package, laid out as it installs (kernels/, patches/, benchmarks/ under our namespace).
-AS=/tmp/as-site; rm -rf "$AS"; mkdir -p "$AS"
+# Reinstalled only when the sources changed: a script started beside a running one (the soak
+# beside a sweep) must not pull the package out from under it.
+AS=/tmp/as-site
+SRC_SIG=$(cd "$REPO" && find adaptive_spec kernels patches benchmarks pyproject.toml -name '*.py' -o -name '*.toml' \
+  | sort | xargs cat | md5sum | cut -d' ' -f1)
+if [ "$(cat "$AS/.sig" 2>/dev/null)" != "$SRC_SIG" ]; then
+rm -rf "$AS"; mkdir -p "$AS"
 cp -r "$REPO/adaptive_spec" "$AS/"
 cp -r "$REPO/kernels" "$AS/adaptive_spec/kernels"; cp -r "$REPO/patches" "$AS/adaptive_spec/patches"
 mkdir -p "$AS/adaptive_spec/bench"; find "$REPO/benchmarks" -maxdepth 1 -name '*.py' -exec cp {} "$AS/adaptive_spec/bench/" \;
@@ -39,6 +45,8 @@ print("[console_scripts]"); [print(f"{k} = {v}") for k, v in p["scripts"].items(
 for group, eps in p["entry-points"].items():
     print(f"[{group}]"); [print(f"{k} = {v}") for k, v in eps.items()]
 PY
+echo "$SRC_SIG" > "$AS/.sig"
+fi
 export PYTHONPATH="$AS:$SGL/site${PYTHONPATH:+:$PYTHONPATH}"
 
 CUR_PID=""

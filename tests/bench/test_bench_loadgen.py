@@ -16,13 +16,14 @@ def prompts(vocab=1000, lens=(5, 9)):
     return lambda i: lg.make_prompt(0, "t", i, list(lens), vocab)
 
 
-async def _closed(n, max_requests, new_tokens=8, budget=20.0, drain=10.0, **opts):
+async def _closed(n, max_requests, new_tokens=8, budget=20.0, drain=10.0, new_tokens_fn=None,
+                  **opts):
     runner, url = await fake.start_in_loop(**opts)
     try:
         async with lg.Client(url, new_tokens=new_tokens) as cl:
             res = await lg.run_closed(cl, prompts(), lg.steady(n, budget),
                                       max_requests=max_requests, time_budget_s=budget,
-                                      drain_s=drain)
+                                      drain_s=drain, new_tokens_fn=new_tokens_fn)
         return res
     finally:
         await runner.cleanup()
@@ -138,6 +139,17 @@ def test_refuses_non_loopback():
     for ok in ("http://127.0.0.1:30000", "http://localhost:1", "http://[::1]:8000/",
                "http://127.0.0.2:9"):
         assert lg.check_loopback(ok) == ok.rstrip("/")
+
+
+def test_spread_output_lengths_are_per_request_and_the_same_for_every_system():
+    lens = [lg.spread_new_tokens(0, "c256", i, 192, 0.5) for i in range(400)]
+    assert lens == [lg.spread_new_tokens(0, "c256", i, 192, 0.5) for i in range(400)]
+    assert min(lens) >= 96 and max(lens) <= 288 and len(set(lens)) > 100
+    assert abs(sum(lens) / len(lens) - 192) < 8
+    assert lg.spread_new_tokens(0, "c256", 7, 192, 0.0) == 192
+    fn = lambda i: lg.spread_new_tokens(0, "t", i, 12, 0.5)  # noqa: E731
+    res = run(_closed(3, 9, new_tokens_fn=fn))
+    assert sorted((r.idx, r.completion_tokens) for r in res.records) == [(i, fn(i)) for i in range(9)]
 
 
 def test_prompts_are_deterministic_and_in_range():

@@ -24,10 +24,13 @@ def test_sweep_starts_four_systems_and_writes_valid_json(tmp_path, fake_env, mod
                    "--systems", "plain,eagle3,builtin-adaptive,adaptive-spec:threshold",
                    "--concurrency", "1,4", "--new-tokens", "16", "--prompt-len", "8,12",
                    "--out", str(out), "--log-dir", str(tmp_path / "logs"),
-                   "--system-args", "adaptive-spec:threshold+=--fake-status", *FAST])
+                   "--system-args", "adaptive-spec:threshold+=--fake-status",
+                   "--new-tokens-spread", "0.5", *FAST, "--time-budget-from", "4:1.5"])
     assert rc == 0
     res = json.loads(out.read_text())
     assert schema.validate_file(out) == []
+    assert res["workload"]["new_tokens_spread"] == 0.5
+    assert res["workload"]["time_budget_from"] == {"4": 1.5}
     assert res["status"] == "complete"
     assert [(r["system"], r["concurrency"]) for r in res["rows"]] == [
         (s, n) for n in (1, 4) for s in ("plain", "eagle3", "builtin-adaptive",
@@ -185,6 +188,12 @@ def run_cli(cli_cmd, *args, timeout=60):
      "time-budget"),
     (["sweep", "--systems", "plain", "--target", "/tmp", "--warmup-tokens", "0"],
      "--warmup-tokens must be >= 1"),
+    (["sweep", "--systems", "plain", "--target", "/tmp", "--time-budget-from", "128"],
+     "expected N:SECONDS"),
+    (["sweep", "--systems", "plain", "--target", "/tmp", "--time-budget-from", "0:5"],
+     "N >= 1 and seconds > 0"),
+    (["sweep", "--systems", "plain", "--target", "/tmp", "--new-tokens-spread", "1.5"],
+     "--new-tokens-spread must be in [0, 1)"),
     (["plot", "/nonexistent/file.json"], "cannot read"),
     (["table", "/nonexistent/file.json"], "cannot read"),
     (["frobnicate"], "invalid choice"),

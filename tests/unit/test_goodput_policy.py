@@ -246,3 +246,25 @@ def test_a_new_bucket_is_anchored_with_k0_first():
     chosen = simulate(ctl, 64, 0.7, 20, random.Random(8))  # a new bucket: the first probe slot
     probes = [k for k in chosen if k != chosen[0]]
     assert probes and probes[0] == 0, chosen
+
+
+def test_smaller_steps_are_probed_first_and_floor_the_longer_chains():
+    """At a batch where drafting loses, k=1 and k=2 measured slow are a floor under k=3's
+    cost (a longer chain is never faster): the most expensive probe is never paid, neither at
+    first nor by the refreshes later (those probe only k=0 and the chosen k's neighbours)."""
+    ctl = make_ctl()
+    chosen = simulate(ctl, 256, 0.5, 4000, random.Random(9))
+    assert chosen.count(3) == 0, {k: chosen.count(k) for k in set(chosen)}
+    assert chosen.count(1) > 0 and chosen[-500:].count(0) >= 490
+
+
+def test_floor_is_the_slowest_measured_smaller_step_count():
+    table = StepTimeTable(max_steps=3)
+    for k, t in ((0, 0.010), (1, 0.030)):
+        for _ in range(3):
+            table.record(256, k, t)
+    table.sync(lambda v: v)
+    b = bucket_of(256)
+    assert table.floor(b, 0) == 0.0
+    assert table.floor(b, 1) == pytest.approx(0.010)
+    assert table.floor(b, 3) == pytest.approx(0.030)

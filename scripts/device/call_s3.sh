@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# GPU machine nvidia-h200-x2, three back-to-back commands (the machine stays held between them;
+# the soak outlasts one command, so it runs detached from b to c). Session 3, 2026-11-29.
+#   a  GPU 0: sweep at acceptance dial 0.5      GPU 1: sweep with the always-wrong draft
+#   b  GPU 0: sweep at acceptance dial 0.9      GPU 1: soak start (10 min, threshold policy)
+#   c  GPU 0: step load 1 -> 128 -> 1 (plain, goodput; decision log)   GPU 1: soak collect
+# Every sweep: plain, eagle3, builtin-adaptive, adaptive-spec:goodput, same run, one GPU, with
+# per-request output lengths spread +-50% (streams out of lockstep), a 128-token warm-up wave
+# per level (the online policy learns each batch bucket there), longer levels at 128 and 256.
+#   d  a and b's goodput server ran out of GPU memory (four servers on one GPU, KV sized for the
+#      longest request): GPU 0 dial 0.9 and GPU 1 always-wrong again, KV sized for the mean
+#      (run with WARMUP=64 BUDGET_FROM=256:5 DEADLINE_S=440 to fit the session's last minutes)
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s3.sh a|b|c|d
+source scripts/device/common.sh
+DEADLINE_S=${DEADLINE_S:-570}
+DIAL=/tmp/dial-8b; SOAKD=/tmp/soak-8b
+FOUR=plain,eagle3,builtin-adaptive,adaptive-spec:goodput
+S3_FLAGS=(--new-tokens-spread 0.5 --warmup-tokens ${WARMUP:-128} --time-budget-from ${BUDGET_FROM:-128:7,256:8}
+  --server-arg=--enable-metrics --system-args "adaptive-spec:goodput+=--adaptive-spec-log-decisions")
+
+sweep() {  # $1 GPU, $2 name, $3 pair dir, $4 draft dir name, $5 systems
+  ( cd /tmp && CUDA_VISIBLE_DEVICES=$1 python3 -m adaptive_spec.bench.cli sweep "${SWEEP_FLAGS[@]}" \
+      "${S3_FLAGS[@]}" --deadline-s $(( $(left) - 25 )) --target "$3/target" --draft "$3/$4" \
+      --name "$2" --systems "$5" --metrics-out "/tmp/metrics-$2.txt" --log-dir "/tmp/logs-$2" \
+      --out "$OUT/sweep-$2.json" > "/tmp/sweep-$2.txt" 2>&1 )
+  tail -25 "/tmp/sweep-$2.txt"
+}
+
+case "${1:-}" in
+a)
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair "$DIAL" dial:0.5,dial:0.9 --preset 8b ) &
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair "$SOAKD" random,dial:0.7 --preset 8b ) &
+  wait
+  [ -f "$DIAL/draft-dial-0.9/model.safetensors" ] && [ -f "$SOAKD/draft-random/model.safetensors" ] \
+    || { tail -30 "$OUT/build.log"; exit 3; }
+  say "models built"
+  sweep 0 dial-0.5 "$DIAL" draft-dial-0.5 "$FOUR" &
+  sweep 1 always-wrong "$SOAKD" draft-random "$FOUR" &
+  wait
+  cat /tmp/metrics-dial-0.5.txt /tmp/metrics-always-wrong.txt > "$OUT/metrics-a.txt"
+  pack_logs logs-a.tar.xz /tmp/logs-dial-0.5/*.log /tmp/logs-always-wrong/*.log ;;
+b)
+  ( SOAK_GPU=1 SOAK_DIR=$SOAKD SOAK_S=600 bash scripts/device/call_soak.sh start > /tmp/soak-start.txt 2>&1 ) &
+  sweep 0 dial-0.9 "$DIAL" draft-dial-0.9 "$FOUR"
+  wait; cat /tmp/soak-start.txt
+  cp /tmp/metrics-dial-0.9.txt "$OUT/metrics-b.txt"
+  pack_logs logs-b.tar.xz /tmp/logs-dial-0.9/*.log ;;
+c)
+  ( cd /tmp && CUDA_VISIBLE_DEVICES=0 python3 -m adaptive_spec.bench.cli sweep --pattern step \
+      --pattern-low 1 --pattern-high 128 --duration-s 45 --new-tokens 192 --prompt-len 40,128 \
+      --new-tokens-spread 0.5 --warmup-tokens 128 --drain-s 2 --start-stagger-s 10 \
+      --sample-interval-s 0.2 --deadline-s $(( $(left) - 30 )) --quiet \
+      --server-arg "--max-running-requests 260" --server-arg=--enable-metrics \
+      --system-args "adaptive-spec:goodput+=--adaptive-spec-log-decisions" \
+      --target "$SOAKD/target" --draft "$SOAKD/draft-dial-0.7" --name step-dial-0.7 \
+      --systems plain,adaptive-spec:goodput --log-dir /tmp/logs-step \
+      --out "$OUT/sweep-step-dial-0.7.json" > /tmp/sweep-step.txt 2>&1 ) &
+  SOAK_DIR=$SOAKD bash scripts/device/call_soak.sh collect
+  wait; tail -20 /tmp/sweep-step.txt
+  grep -h "adaptive_spec decision" /tmp/logs-step/*.log | head -400 > "$OUT/step-decisions.log"
+  pack_logs logs-c.tar.xz /tmp/logs-step/*.log ;;
+d)  # the re-run of the two sweeps whose goodput server ran out of GPU memory in a and b
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair "$DIAL" dial:0.9 --preset 8b ) &
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair "$SOAKD" random --preset 8b ) &
+  wait
+  say "models built"
+  sweep 0 dial-0.9 "$DIAL" draft-dial-0.9 "$FOUR" &
+  sweep 1 always-wrong "$SOAKD" draft-random "$FOUR" &
+  wait
+  cat /tmp/metrics-dial-0.9.txt /tmp/metrics-always-wrong.txt > "$OUT/metrics-d.txt"
+  pack_logs logs-d.tar.xz /tmp/logs-dial-0.9/*.log /tmp/logs-always-wrong/*.log ;;
+*) echo "usage: call_s3.sh a|b|c|d"; exit 2 ;;
+esac
+rm -f "$OUT/build.log"
+say "done $1"
