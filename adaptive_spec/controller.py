@@ -109,12 +109,22 @@ class Controller:
         self.log = DecisionLog(cfg.log_decisions)
         self.fault = injected_fault(os.environ.get(FAULT_ENV))
         self.results_seen = 0
+        self._unsampled = 0  # decode results whose wall time includes a prefill (see on_extend)
         self.listeners = []  # callables(decision, snapshot): metrics
         self.result_listeners = []  # callables(steps, step_seconds or None): metrics
 
     # ---- inputs -------------------------------------------------------------------
     def on_snapshot(self, snap: LoadSnapshot) -> None:
         self.snapshot = snap
+
+    def on_extend(self) -> None:
+        """A prefill (extend) batch was launched. With the overlap scheduler its GPU time lands
+        in the wall time of one of the next two decode results, so neither is a sample of a
+        decode step's cost. Left in, prefills bias exactly the rarely sampled cells (probes
+        of a new batch size run while its requests are being prefilled: 2026-11-29 GPU runs
+        learned k=1 at 10x its cost). A prefill costs every k the same per output token (one
+        per request), so leaving it out does not tilt the choice of k."""
+        self._unsampled = 2
 
     def on_result(self, steps: int, correct_drafts_per_req: Sequence[int], mode: Optional[str] = None) -> None:
         """A decode result reached the CPU; `steps` is what that batch ran with, `mode` how
@@ -126,8 +136,9 @@ class Controller:
                 raise RuntimeError(f"injected fault ({FAULT_ENV})")
             self.acceptance.observe(steps, correct_drafts_per_req)
             dt = self.timer.tick(steps)
-            if mode == "catchup":
+            if mode == "catchup" or self._unsampled > 0:
                 dt = None
+            self._unsampled = max(0, self._unsampled - 1)
             observe = getattr(self.policy, "observe_step_time", None)
             if dt is not None and observe is not None:
                 observe(len(correct_drafts_per_req), steps, dt)

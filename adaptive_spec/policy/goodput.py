@@ -11,23 +11,34 @@ acceptance from the verify results, per draft position.
 For a fixed batch the same k maximises the batch's throughput (bs * E_k / t) and each
 request's token rate (E_k / t), so "throughput when busy, latency when idle" is one rule;
 with `tpot_slo_ms` the choice is restricted to the k whose predicted TPOT (t / E_k) meets
-the target when any does. Unmeasured cells are estimated from measured neighbours and
-probed rarely (a few steps, round-robin) until they have `min_samples` samples. A switch
-needs a `switch_margin` gain, so the choice does not flap on noise.
+the target when any does. Only a k measured at this batch bucket (or k=0) may be chosen;
+unmeasured cells are estimated from measured neighbours and probed rarely (a few steps,
+smallest k first) until they have `min_samples` samples. A switch needs a `switch_margin`
+gain, so the choice does not flap on noise.
 
 What the GPU runs of 2026-11-29 taught the table and the probes:
 - A cell's first samples can be stalls (a Triton compile on a new batch shape). Averaged, they
   made k=0 look slower than drafting, and a cell never chosen never got the samples that would
-  correct it. So each sync merges a trimmed mean (samples over 4x the median dropped), and
-  every `refresh_interval` decisions the stalest other k of the bucket gets a short probe.
-- The median alone is wrong the other way: it drops the prefills that run between decode
-  steps, and those cost a drafting server more per step (requests finish in fewer steps), so
-  the policy drafted where the plain decode was 10-35% faster end to end.
+  correct it. So each sync merges a trimmed mean (samples over 4x the median dropped), a
+  drafting sample above (2k+2) x 1.5 times the bucket's plain step is dropped, and every
+  `refresh_interval` decisions k=0 or a neighbour of the chosen k gets a short probe.
+- Prefills: a decode result right after a prefill carries the prefill's time (the controller
+  is told, `Controller.on_extend`, and the next two results are not samples). Probes of a new
+  batch size run exactly while its requests are prefilled, so left in, those few samples made
+  k=1 look 10x slower than it is (sweeps of session 3: off at 32-64 requests where drafting
+  wins 1.5x). Left out, nothing is tilted: a prefill costs every k the same per output token
+  (one per request), so argmax E_k / t is the same with or without it. (Session 2 had read
+  the drafting-where-plain-wins of a median table as a missing prefill cost; that table's
+  sparse cells were the cause.)
 - A probe is expensive exactly where drafting loses (at 256 requests one k=3 step cost 16x a
   k=0 step). So only a k that could still win is probed: no estimate yet, or an estimated
   goodput within `probe_optimism` of the best; smallest k first, because a measured k is a
-  floor for every larger one (more draft steps and verify tokens never make a step faster);
-  and a refresh probes only k=0 or the chosen k's neighbours.
+  floor for every larger one (more draft steps and verify tokens never make a step faster).
+- An estimate scaled from another bucket is good for choosing what to probe, not what to run
+  (one kept k=3 at 128 requests for ~2 s in the step-load run), hence "measured here".
+- Deep draft positions are seen only in probes: each position's acceptance is shrunk towards
+  the one before it (`PRIOR_TRIES` pseudo-tries), so two unlucky probe rounds cannot rule the
+  long chains out.
 
 Tensor parallelism: every input is rank-identical except the measured times. Those are
 accumulated locally and merged into the table only every `sync_interval` decisions, through
@@ -56,6 +67,7 @@ class StepTimeTable:
     """t(bucket, k): mean seconds per decode step, with sample counts."""
 
     LOCAL_CAP = 64  # samples kept per cell between two syncs (the latest)
+    PLAUSIBLE = 1.5  # slack on the (2k+2) x t(k=0) bound of a drafting step's cost
 
     def __init__(self, max_steps: int, decay: float = 0.9):
         self.max_steps = max_steps
@@ -73,9 +85,17 @@ class StepTimeTable:
         return bucket * (self.max_steps + 1) + k
 
     def record(self, batch_size: int, k: int, seconds: float) -> None:
-        i = self._i(bucket_of(batch_size), k)
+        b = bucket_of(batch_size)
+        i = self._i(b, k)
         if self.count[i] >= 3 and seconds > 10.0 * self.mean[i]:
             return  # a stall (a compile, a huge prefill burst), not the cost of this k
+        i0 = self._i(b, 0)
+        if k > 0 and self.count[i0] >= 3 and seconds > self.PLAUSIBLE * (2 * k + 2) * self.mean[i0]:
+            # k draft forwards and a verify of k+1 tokens per request cost at most ~2k+1 plain
+            # decode steps; far above that a sample is a stall, and one such sample in a
+            # rarely probed cell would keep that k (and, through the floor, every larger k)
+            # from ever being chosen
+            return
         self._local[i].append(seconds)
         self._active.add(i)
 
@@ -158,6 +178,7 @@ class GoodputPolicy:
     # Prior per-position acceptance before any measurement: optimistic, so drafting is
     # tried; the measured values replace it after the first verify results.
     PRIOR_ACCEPT = 0.7
+    PRIOR_TRIES = 8.0  # weight of that prior, and of position j-1's value for position j
     # Before measurements, relative cost of one draft step + the longer verify (per k).
     PRIOR_STEP_COST = 0.35
 
@@ -175,9 +196,13 @@ class GoodputPolicy:
         self.switch_margin = 0.03
         self._decisions = 0
         self._current: Optional[int] = None
-        self._last_goodput: dict = {}
+        self._last_goodput: list = []
         self._probe_k: Optional[int] = None
         self._probe_left = 0
+        # per bucket: (step times for k = 0..max, the k that may be chosen); the table only
+        # changes at a sync, so this is rebuilt once per sync, not per decision
+        self._bucket_cache: dict = {}
+        self._cache_sync = -1
 
     # ---- inputs ---------------------------------------------------------------------
     def observe_step_time(self, batch_size: int, k: int, seconds: float) -> None:
@@ -186,10 +211,16 @@ class GoodputPolicy:
 
     # ---- model ----------------------------------------------------------------------
     def expected_tokens(self, acc: AcceptanceStats) -> list[float]:
-        per_pos = acc.per_position()
+        """E_k for k = 0..max. Position j's acceptance is its hits/tries shrunk towards
+        position j-1's (PRIOR_TRIES pseudo-tries): the deep positions are seen only in the
+        rare probes of long chains, and a few unlucky rounds there must not rule a k out."""
+        hits, tries = acc.pos_hits, acc.pos_tries
         e, run, out = 1.0, 1.0, [1.0]
+        prior = self.PRIOR_ACCEPT
         for j in range(self.max_steps):
-            p = per_pos[j] if j < len(per_pos) and per_pos[j] is not None else self.PRIOR_ACCEPT
+            h, t = (hits[j], tries[j]) if j < len(tries) else (0.0, 0.0)
+            p = (h + self.PRIOR_TRIES * prior) / (t + self.PRIOR_TRIES)
+            prior = p
             run *= p
             e += run
             out.append(e)
@@ -204,11 +235,14 @@ class GoodputPolicy:
         return max(t, self.table.floor(bucket, k))
 
     def optimistic_goodput(self, bucket: int, k: int, expected: list[float]) -> float:
-        """The best goodput k could plausibly have: its estimate `probe_optimism` times too
-        slow, but never faster than the floor (the measured smaller k of this bucket)."""
-        est = self.table.estimate(bucket, k)
+        """The best goodput k could plausibly have at this bucket: its own measured mean
+        `probe_optimism` times too slow, never faster than the floor (the measured smaller k
+        here). Unmeasured here: the floor alone. An estimate scaled from another bucket does
+        not count: one stalled cell at 8 requests, scaled down, kept k=3 from ever being
+        probed at 1 request (dial 0.9, 2026-11-29: k=2 ran there, 0.95x of eagle3)."""
         floor = self.table.floor(bucket, k)
-        t = max(floor, est / self.probe_optimism if est is not None else 0.0)
+        mean = self.table.estimate(bucket, k) if self.table.samples(bucket, k) > 0 else None
+        t = max(floor, mean / self.probe_optimism if mean is not None else 0.0)
         return math.inf if t <= 0 else expected[k] / t
 
     # ---- decision -------------------------------------------------------------------
@@ -218,16 +252,16 @@ class GoodputPolicy:
             self.table.sync(self.reducer)
         bucket = bucket_of(snap.running)
         expected = self.expected_tokens(acc)
-        goodput = [expected[k] / self.step_time(bucket, k) for k in range(self.max_steps + 1)]
-        self._last_goodput = {k: g for k, g in enumerate(goodput)}
-        probe = self._probe(bucket, goodput, expected)
+        times, candidates = self._bucket_view(bucket)
+        goodput = [e / t for e, t in zip(expected, times)]
+        self._last_goodput = goodput
+        probe = self._probe(bucket, goodput, expected, max(goodput[k] for k in candidates))
         if probe is not None:
             return Decision(probe, "cost_model")
-        candidates = list(range(self.max_steps + 1))
         reason = "cost_model"
         slo = self.cfg.tpot_slo_ms
         if slo is not None:
-            meets = [k for k in candidates if 1000.0 * self.step_time(bucket, k) / expected[k] <= slo]
+            meets = [k for k in candidates if 1000.0 * times[k] / expected[k] <= slo]
             if meets:
                 candidates, reason = meets, "slo"
         best = max(candidates, key=lambda k: goodput[k])
@@ -237,17 +271,34 @@ class GoodputPolicy:
         self._current = best
         return Decision(best, reason)
 
-    def _probe(self, bucket: int, goodput: list[float], expected: list[float]) -> Optional[int]:
+    def _bucket_view(self, bucket: int) -> tuple:
+        """(step time of each k, the k that may be chosen) at this bucket. Chosen only where
+        measured at this batch size (k=0 always: the plain step): an estimate scaled from
+        another bucket is good enough to decide what to probe, not to run on (at 128 requests
+        one kept k=3 for ~2 s, GPU step load 2026-11-29, until its own samples walked it
+        down to 0)."""
+        if self._cache_sync != self.table.syncs:
+            self._bucket_cache.clear()
+            self._cache_sync = self.table.syncs
+        view = self._bucket_cache.get(bucket)
+        if view is None:
+            ks = range(self.max_steps + 1)
+            view = self._bucket_cache[bucket] = (
+                [self.step_time(bucket, k) for k in ks],
+                [k for k in ks if k == 0 or self.table.samples(bucket, k) >= self.min_samples])
+        return view
+
+    def _probe(self, bucket: int, goodput: list[float], expected: list[float],
+               best: float) -> Optional[int]:
         """Short probes of under-sampled k at this bucket, rarely, smallest k first, and only
-        of a k that could still win (identical on every rank: the table only changes at
-        syncs). Smallest first: each measured k raises the floor of every larger one, so at a
+        of a k that could still beat `best`, the best goodput among the k that may be chosen
+        (identical on every rank: the table only changes at syncs). Smallest first: each measured k raises the floor of every larger one, so at a
         batch where drafting loses, the expensive long chains are never probed."""
         if self._probe_left > 0:
             self._probe_left -= 1
             return self._probe_k
         if self._decisions % self.explore_interval != 0:
             return None
-        best = max(goodput)
 
         def could_win(k: int) -> bool:
             return k == 0 or self.optimistic_goodput(bucket, k, expected) >= best
@@ -275,4 +326,4 @@ class GoodputPolicy:
         return k
 
     def describe(self) -> dict:
-        return {"step_ms": self.table.snapshot(), "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in self._last_goodput.items()}}
+        return {"step_ms": self.table.snapshot(), "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in enumerate(self._last_goodput)}}

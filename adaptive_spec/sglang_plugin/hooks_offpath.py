@@ -95,6 +95,8 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
     """AROUND hook on EAGLEWorkerV2.forward_batch_generation: off / catch-up / on per step."""
     path = getattr(worker, "_as_decode_path", None)
     ctl = get_controller()
+    if ctl is not None and batch.forward_mode.is_extend():
+        ctl.on_extend()  # the next decode results' wall times include this prefill
     if path is None or ctl is None or ctl.cfg.off_path != "decode" or batch.forward_mode.is_extend() or batch.is_extend_in_batch or batch.forward_mode.is_idle():
         return orig(worker, batch, *args, **kwargs)
     try:

@@ -27,6 +27,10 @@ def test_soak_counts_everything_and_writes_a_valid_result(tmp_path, capsys):
     assert all(c["sent"] >= 1 for c in odd.values())
     assert odd["top-p-tiny"]["http_errors"] == odd["top-p-tiny"]["sent"]  # the fake's 400
     assert odd["logprobs"]["completed"] == odd["logprobs"]["sent"]
+    # every unusual request ran once, timed, before the load (first-use compiles are start-up)
+    first = res["odd_first_use"]
+    assert set(first) == set(odd) and all(v["seconds"] >= 0 for v in first.values())
+    assert first["logprobs"]["result"] == "completed" and first["top-p-tiny"]["result"] == "http_error"
     assert res["probe_identical_to_plain"] is True
     assert res["kv_used_start"] == res["kv_used_end"] == 0 and res["kv_free_end"] == 100000
     assert res["rss_mb_start"] > 0 and res["rss_mb_max"] >= res["rss_mb_start"]

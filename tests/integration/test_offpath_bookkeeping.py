@@ -97,6 +97,19 @@ def test_sglang_off_path_option_leaves_sglang_alone(monkeypatch):
     assert calls == [None]
 
 
+def test_a_prefill_batch_tells_the_controller_its_time_is_not_a_decode_sample(monkeypatch):
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode
+
+    worker = install(monkeypatch, AdaptiveSpecConfig(policy="goodput"))
+    ctl = state.get_controller()
+    prefill = types.SimpleNamespace(forward_mode=ForwardMode.EXTEND, is_extend_in_batch=False,
+                                    seq_lens=torch.full((2,), 40))
+    hooks_offpath.around_forward_batch_generation(lambda w, b, *a, **k: "ran", worker, prefill)
+    assert ctl._unsampled == 2
+    run_steps(worker, [2])  # a decode step is not a prefill: nothing changes
+    assert ctl._unsampled == 2
+
+
 def verify_forward_batch(bs, draft_tokens=1, seq_lens_cpu=True):
     from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardMode
 

@@ -65,21 +65,37 @@ def test_learns_the_best_step_count_online(bs, p):
 
 
 def test_picks_intermediate_steps_in_the_crossover():
-    # At bs 64, p 0.7 neither 0 nor the max is best in this cost model.
+    # At bs 64, p 0.7 neither 0 nor the max is best in this cost model (k=1 and k=2 are
+    # within 0.5% of each other: either is right).
     assert true_best_k(64, 0.7) in (1, 2)
     ctl = make_ctl()
     chosen = simulate(ctl, 64, 0.7, 1500, random.Random(2))
-    assert max(set(chosen[-200:]), key=chosen[-200:].count) == true_best_k(64, 0.7)
+    k = max(set(chosen[-200:]), key=chosen[-200:].count)
+    assert k in (1, 2)
+    assert true_goodput(64, 0.7, k) >= 0.99 * true_goodput(64, 0.7, true_best_k(64, 0.7))
 
 
 def test_expected_tokens_per_position():
-    acc = AcceptanceStats()
-    acc.observe(3, [3, 1, 0, 2])  # per position: 3/4, 2/3, 1/2
+    acc = AcceptanceStats(pos_decay=1.0)
+    for _ in range(500):
+        acc.observe(3, [3, 1, 0, 2])  # per position: 3/4, 2/3, 1/2
     pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
     e = pol.expected_tokens(acc)
     assert e[0] == 1.0
-    assert e[1] == pytest.approx(1 + 0.75)
-    assert e[3] == pytest.approx(1 + 0.75 + 0.75 * (2 / 3) + 0.75 * (2 / 3) * 0.5)
+    assert e[1] == pytest.approx(1 + 0.75, rel=2e-3)
+    assert e[3] == pytest.approx(1 + 0.75 + 0.75 * (2 / 3) + 0.75 * (2 / 3) * 0.5, rel=2e-3)
+
+
+def test_a_rarely_tried_deep_position_leans_on_the_one_before():
+    """Deep positions are seen only in rare probes of long chains: two unlucky rounds there
+    must not read as 'never accepted' and rule the long chains out."""
+    acc = AcceptanceStats(pos_decay=1.0)
+    for _ in range(200):
+        acc.observe(1, [1, 1, 1, 0])  # position 1: 3/4, tried 800 times
+    acc.observe(2, [1, 1])  # position 2: tried twice, missed twice
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    p2 = (pol.expected_tokens(acc)[2] - pol.expected_tokens(acc)[1]) / 0.75
+    assert 0.5 < p2 < 0.75
 
 
 def test_slo_restricts_to_steps_meeting_tpot():
@@ -243,9 +259,8 @@ def test_a_new_bucket_is_anchored_with_k0_first():
     measurement, was compared against a k=0 cost scaled from another bucket, and drafted."""
     ctl = make_ctl()
     simulate(ctl, 16, 0.7, 1500, random.Random(7))  # bucket 16 learned; it drafts there
-    chosen = simulate(ctl, 64, 0.7, 20, random.Random(8))  # a new bucket: the first probe slot
-    probes = [k for k in chosen if k != chosen[0]]
-    assert probes and probes[0] == 0, chosen
+    chosen = simulate(ctl, 64, 0.7, 20, random.Random(8))  # a new bucket: nothing measured
+    assert chosen[:16] == [0] * 16, chosen  # runs plain, anchoring k=0, before any probe
 
 
 def test_smaller_steps_are_probed_first_and_floor_the_longer_chains():
@@ -268,3 +283,96 @@ def test_floor_is_the_slowest_measured_smaller_step_count():
     assert table.floor(b, 0) == 0.0
     assert table.floor(b, 1) == pytest.approx(0.010)
     assert table.floor(b, 3) == pytest.approx(0.030)
+
+
+def simulate_waves(ctl, bs, p, waves, wave_len, prefill_s, rng, notify_extend=True):
+    """Closed-loop waves as the GPU sweeps run them: every `wave_len` decode steps the batch's
+    requests are replaced, a prefill runs, and its GPU time lands in the wall time of the
+    second decode result after it (overlap scheduler). Times reach the policy through the
+    controller's own path (timer -> on_result), as in the server."""
+    dts = []
+    ctl.timer.tick = lambda steps, now=None: dts.pop(0)
+    pending = None
+    chosen = []
+    for i in range(waves * wave_len):
+        if i % wave_len == 0 and notify_extend:
+            ctl.on_extend()
+        ctl.on_snapshot(LoadSnapshot(running=bs))
+        k = ctl.decide(bs).steps
+        chosen.append(k)
+        if pending is not None:
+            dts.append(pending[2])
+            ctl.on_result(pending[0], pending[1], pending[3])
+        correct = [0] * bs
+        for j in range(bs):
+            c = 0
+            while c < k and rng.random() < p:
+                c += 1
+            correct[j] = c
+        dt = true_step_s(bs, k) * (1 + rng.uniform(-0.02, 0.02))
+        if i % wave_len == 0:  # launched after the prefill: its wall time includes it
+            dt += prefill_s
+        mode = "off" if k == 0 else ("catchup" if chosen[-2:-1] == [0] else "on")
+        pending = (k, correct, dt, mode)
+    return chosen
+
+
+def test_prefills_between_decode_steps_are_not_step_time_samples():
+    """2026-11-29 GPU sweeps: probes of a new batch size ran while its requests were being
+    prefilled, and the table learned k=1 at 10x its cost (dial 0.9: off at 32 and 64 requests
+    where drafting wins 1.5x). With the prefills left out the learned costs are the decode
+    costs and the best k is chosen; left in (no on_extend), the rarely sampled cells are off."""
+    bs, p = 16, 0.9
+    b = bucket_of(bs)
+
+    def run(notify):
+        ctl = make_ctl()
+        chosen = simulate_waves(ctl, bs, p, waves=40, wave_len=32, prefill_s=0.015,
+                                rng=random.Random(11), notify_extend=notify)
+        table = ctl.policy.table
+        err = max(abs(table.estimate(b, k) / true_step_s(bs, k) - 1)
+                  for k in range(4) if table.samples(b, k) > 0)
+        return chosen, err
+
+    chosen, err = run(notify=True)
+    tail = chosen[-300:]
+    assert err < 0.1
+    assert tail.count(true_best_k(bs, p)) >= 0.9 * len(tail), {k: tail.count(k) for k in set(tail)}
+    assert run(notify=False)[1] > max(0.2, 3 * err)  # the failure guarded against is real here
+
+
+def test_the_two_decode_results_after_a_prefill_are_not_samples():
+    ctl = make_ctl()
+    seen = []
+    ctl.policy.observe_step_time = lambda bs, k, s: seen.append(s)
+    ctl.timer.tick = lambda steps, now=None: 0.01
+    ctl.on_result(0, [0, 0])
+    ctl.on_extend()
+    ctl.on_result(0, [0, 0])
+    ctl.on_result(0, [0, 0])
+    ctl.on_result(0, [0, 0])
+    assert len(seen) == 2  # the first and the last
+
+
+def test_implausibly_slow_drafting_samples_are_dropped():
+    table = StepTimeTable(max_steps=3)
+    for _ in range(4):
+        table.record(8, 0, 0.005)
+    table.sync(lambda v: v)
+    table.record(8, 1, 0.050)  # 10x a plain step for one draft step: a stall
+    table.record(8, 1, 0.007)
+    table.sync(lambda v: v)
+    assert table.estimate(bucket_of(8), 1) == pytest.approx(0.007)
+
+
+def test_a_stalled_cell_elsewhere_does_not_stop_probing_here():
+    """Dial 0.9 on the GPU, 2026-11-29: the k=3 cell at 8 requests had learned stalls (7x its
+    cost); scaled down to 1 request it kept k=3 from ever being probed there, and the server
+    ran k=2 at 0.95x of EAGLE-3. An estimate from another bucket must not veto a probe."""
+    ctl = make_ctl()
+    StallingFirstSamples(ctl.policy, k=3, n=10**6, factor=7.0)  # every k=3 sample stalls...
+    simulate(ctl, 8, 0.9, 1500, random.Random(12))
+    ctl.policy.observe_step_time = ctl.policy.observe_step_time.inner  # ...until now
+    chosen = simulate(ctl, 1, 0.9, 1500, random.Random(13))
+    assert true_best_k(1, 0.9) == 3
+    assert chosen[-300:].count(3) >= 290, {k: chosen[-300:].count(k) for k in set(chosen[-300:])}
