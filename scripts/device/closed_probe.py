@@ -118,9 +118,30 @@ def summarize_trace(path, top=25):
     }
 
 
-def profile_during_batch(base, prompts, new_tokens, steps, out_dir, delay_s=3.0):
+def profile_trace_after(base, steps, out_dir):
+    """Profile the server's next `steps` forward steps (CPU and GPU) and summarise the trace."""
     os.makedirs(out_dir, exist_ok=True)
     before = set(glob.glob(os.path.join(out_dir, "*")))
+    S.post(base + "/start_profile", json={"output_dir": out_dir, "num_steps": steps, "activities": ["CPU", "GPU"]}, timeout=120)
+    for _ in range(90):
+        new = [p for p in glob.glob(os.path.join(out_dir, "*")) if p not in before]
+        if new and all(os.path.getsize(p) > 0 for p in new):
+            time.sleep(2)
+            break
+        time.sleep(1)
+    new = sorted(p for p in glob.glob(os.path.join(out_dir, "*")) if p not in before)
+    if not new:
+        return {"profile_error": "no trace written"}
+    try:
+        prof = summarize_trace(new[0])
+    except Exception as exc:  # noqa: BLE001
+        return {"profile_error": repr(exc)}
+    prof["steps"] = steps
+    prof["trace_file"] = os.path.basename(new[0])
+    return {"profile": prof}
+
+
+def profile_during_batch(base, prompts, new_tokens, steps, out_dir, delay_s=3.0):
     result = {}
 
     def run():
@@ -130,24 +151,8 @@ def profile_during_batch(base, prompts, new_tokens, steps, out_dir, delay_s=3.0)
     th = threading.Thread(target=run)
     th.start()
     time.sleep(delay_s)  # past the prefill, in steady decode
-    S.post(base + "/start_profile", json={"output_dir": out_dir, "num_steps": steps, "activities": ["CPU", "GPU"]}, timeout=120)
+    result.update(profile_trace_after(base, steps, out_dir))
     th.join(timeout=600)
-    for _ in range(60):
-        new = [p for p in glob.glob(os.path.join(out_dir, "*")) if p not in before]
-        if new and all(os.path.getsize(p) > 0 for p in new):
-            time.sleep(2)
-            break
-        time.sleep(1)
-    new = sorted(p for p in glob.glob(os.path.join(out_dir, "*")) if p not in before)
-    if not new:
-        result["profile_error"] = "no trace written"
-        return result
-    try:
-        result["profile"] = summarize_trace(new[0])
-        result["profile"]["steps"] = steps
-        result["profile"]["trace_file"] = os.path.basename(new[0])
-    except Exception as exc:  # noqa: BLE001
-        result["profile_error"] = repr(exc)
     return result
 
 
