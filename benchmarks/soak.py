@@ -155,10 +155,11 @@ async def odd_request(client: lg.Client, name: str, i: int, cfg: SoakConfig) -> 
 
 
 async def first_use_of_odd_requests(client: lg.Client, cfg: SoakConfig) -> Dict[str, dict]:
-    """Each unusual request once, one after another, before the clock starts: the first
-    sampling request on a speculative server can JIT-compile kernels (FlashInfer's sampling
-    ops, 2026-11-29: ~100 s with the scheduler blocked, and 128 requests of the run that
-    followed timed out). That is start-up cost, reported here, not a fault of the run."""
+    """Each unusual request once, one after another, before the clock starts. On 2026-11-29
+    the server stalled ~100 s right after the soak's first sampling request (most likely a
+    first-use JIT compile of a sampling kernel: the session's RSS rose and fell by ~12 GB)
+    and 128 requests of the run timed out. A first-use cost is start-up: reported here, not
+    counted against the run."""
     out = {}
     for name in ODD_REQUESTS:
         t = time.time()

@@ -292,8 +292,9 @@ class GoodputPolicy:
                best: float) -> Optional[int]:
         """Short probes of under-sampled k at this bucket, rarely, smallest k first, and only
         of a k that could still beat `best`, the best goodput among the k that may be chosen
-        (identical on every rank: the table only changes at syncs). Smallest first: each measured k raises the floor of every larger one, so at a
-        batch where drafting loses, the expensive long chains are never probed."""
+        (identical on every rank: the table only changes at syncs). Smallest first: each
+        measured k raises the floor of every larger one, so at a batch where drafting loses,
+        the expensive long chains are never probed."""
         if self._probe_left > 0:
             self._probe_left -= 1
             return self._probe_k
