@@ -14,7 +14,7 @@ import logging
 import os
 import time
 import zlib
-from collections import Counter
+from collections import Counter, deque
 from typing import Optional, Sequence
 
 from .config import AdaptiveSpecConfig
@@ -87,6 +87,15 @@ class DecisionLog:
         logger.info(line)
 
 
+def _percentiles_us(values, prefix: str) -> dict:
+    """{prefix_p50, prefix_p99} in microseconds over `values` (seconds); empty when none."""
+    if not values:
+        return {}
+    v = sorted(values)
+    return {f"{prefix}_p50": round(1e6 * v[len(v) // 2], 1),
+            f"{prefix}_p99": round(1e6 * v[min(len(v) - 1, int(0.99 * len(v)))], 1)}
+
+
 class Controller:
     def __init__(self, cfg: AdaptiveSpecConfig, rank: int = 0, reducer=None):
         self.cfg = cfg
@@ -104,6 +113,9 @@ class Controller:
         self.modes = Counter()  # worker step modes: off / catchup / on
         self.fallback_reason: Optional[str] = None
         self.decide_seconds = 0.0
+        # the latest decisions' wall times: the mean alone cannot tell a slow decision from
+        # a rare wait for the GIL (the GPU sweeps' servers read a 77-84 us mean)
+        self.recent_decide_s: deque = deque(maxlen=1024)
         self.decision_count = 0
         self.decision_digest = 0  # crc32 of every chosen step count, in order; never reset
         self.log = DecisionLog(cfg.log_decisions)
@@ -168,7 +180,9 @@ class Controller:
                 self.fail(f"policy: {exc!r}")
                 decision = self._fallback_decision()
         self._record(decision)
-        self.decide_seconds += time.perf_counter() - t0
+        dt = time.perf_counter() - t0
+        self.decide_seconds += dt
+        self.recent_decide_s.append(dt)
         return decision
 
     def _record(self, decision: Decision) -> None:
@@ -204,6 +218,7 @@ class Controller:
         self.modes.clear()
         self.switches = 0
         self.decide_seconds = 0.0
+        self.recent_decide_s.clear()
 
     def note_mode(self, mode: str) -> None:
         """How the worker ran the step (off / catchup / on); see hooks_offpath."""
@@ -253,5 +268,6 @@ class Controller:
             "step_modes": dict(self.modes),
             "decisions": {f"{s}:{r}": n for (s, r), n in sorted(self.decisions.items())},
             "decide_us_mean": 1e6 * self.decide_seconds / max(1, sum(self.steps_histogram.values())),
+            **_percentiles_us(self.recent_decide_s, "decide_us"),
             "cost_model": self.policy.describe() if hasattr(self.policy, "describe") else None,
         }

@@ -130,3 +130,19 @@ def test_a_failing_metrics_listener_is_dropped_not_a_fallback():
     assert ctl.status()["fallback"] is None
     assert seen == [("decision", 3), ("result", 3), ("decision", 3)]
     assert len(ctl.listeners) == 1 and len(ctl.result_listeners) == 1
+
+
+def test_status_reports_the_decision_cost_as_percentiles():
+    """The GPU sweeps' servers read a 77-84 us mean decision time: a median and a p99 tell a
+    slow decision from a rare wait (a GIL hand-over) that the mean cannot."""
+    ctl = Controller(AdaptiveSpecConfig(threshold=16))
+    assert "decide_us_p50" not in ctl.status()
+    for _ in range(200):
+        ctl.decide(batch_size=4)
+    for _ in range(5):
+        ctl.recent_decide_s.append(0.005)  # 5 ms stalls, 2.4% of the window
+    st = ctl.status()
+    assert 0 < st["decide_us_p50"] < 1000
+    assert st["decide_us_p99"] == 5000.0
+    ctl.reset_stats()
+    assert "decide_us_p50" not in ctl.status()
