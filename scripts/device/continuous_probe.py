@@ -64,7 +64,7 @@ def main():
     p.add_argument("--vocab", type=int, default=128256)
     p.add_argument("--load-s", type=float, default=30.0)
     p.add_argument("--warm-s", type=float, default=10.0)
-    p.add_argument("--profile-steps", type=int, default=60)
+    p.add_argument("--profile-steps", type=int, default=60, help="0: no profile")
     p.add_argument("--profile-dir", default="/tmp/as-prof-cont")
     p.add_argument("--wait", type=float, default=300)
     p.add_argument("--out", required=True)
@@ -77,7 +77,8 @@ def main():
         counts, stop = {}, threading.Event()
         threads, t0 = run_load(base, a.n, a.vocab, a.load_s, a.warm_s, counts, stop)
         time.sleep(a.warm_s)
-        rec["profiled"] = profile_trace_after(base, a.profile_steps, os.path.join(a.profile_dir, a.name))
+        if a.profile_steps > 0:
+            rec["profiled"] = profile_trace_after(base, a.profile_steps, os.path.join(a.profile_dir, a.name))
         for t in threads:
             t.join(timeout=max(1.0, a.load_s - (time.time() - t0)) + 130)
         stop.set()

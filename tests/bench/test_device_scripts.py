@@ -1,0 +1,43 @@
+"""The GPU-machine helper scripts that turn runs into committed results, on CPU: the greedy
+dial table from the committed sweeps, and the continuous-arrival probe against a FAKE server."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import fake_attached
+
+ROOT = Path(__file__).resolve().parents[2]
+DEVICE = ROOT / "scripts" / "device"
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def test_dial_table_from_the_committed_sweeps(tmp_path):
+    out = tmp_path / "dial.json"
+    sweeps = [RESULTS / f"2026-11-29-sweep-{n}.json" for n in ("dial-0.5", "dial-0.9", "always-wrong-all4")]
+    r = subprocess.run([sys.executable, str(DEVICE / "dial_from_sweeps.py"), str(out), *map(str, sweeps)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["requested"] for row in rows] == [0.5, 0.9]  # the random draft is no dial
+    for row in rows:
+        assert abs(row["measured"] - row["requested"]) <= 0.05 and row["requests"] > 100
+        # 1 + p + p^2 + p^3 is the accept length the measured p stands for
+        p = row["measured"]
+        assert abs(sum(p ** j for j in range(4)) - row["mean_accept_len"]) < 1e-3
+
+
+def test_continuous_probe_keeps_n_requests_in_flight_and_counts_tokens(tmp_path):
+    sp = fake_attached("--fake-delay-s", "0.001")
+    try:
+        out = tmp_path / "cont.jsonl"
+        r = subprocess.run([sys.executable, "continuous_probe.py", "--name", "fake", "--port", str(sp.port),
+                            "--pid", str(sp.proc.pid), "--n", "4", "--vocab", "1000", "--load-s", "2",
+                            "--warm-s", "0.5", "--profile-steps", "0", "--out", str(out)],
+                           cwd=DEVICE, capture_output=True, text=True, timeout=120)
+    finally:
+        sp.stop(5)
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(out.read_text().splitlines()[-1])
+    assert rec["errors"] == 0 and rec["tokens"] > 0 and rec["output_tok_s"] > 0
+    assert "profiled" not in rec
