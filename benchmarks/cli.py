@@ -52,6 +52,17 @@ def _budgets(s: str) -> dict:
     return v
 
 
+def _system_steps(s: str) -> dict:
+    """'adaptive-spec:goodput=7,eagle3=5' -> {'adaptive-spec:goodput': 7, 'eagle3': 5}"""
+    try:
+        v = {n: int(k) for n, k in (x.rsplit("=", 1) for x in s.replace(" ", "").split(",") if x)}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NAME=STEPS,... (e.g. adaptive-spec:goodput=7), got {s!r}")
+    if not v:
+        raise argparse.ArgumentTypeError("empty list")
+    return v
+
+
 def _floats(s: str) -> List[float]:
     try:
         v = [float(x) for x in s.replace(" ", "").split(",") if x]
@@ -136,6 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="new tokens per warm-up request (one wave of 2N requests per level); "
                         "an online policy learns ~400 decode steps per batch-size bucket")
     g = s.add_argument_group("servers")
+    g.add_argument("--system-steps", type=_system_steps, default={}, metavar="NAME=K,...",
+                   help="a speculative system's own draft steps (its max), e.g. "
+                        "adaptive-spec:goodput=7; others keep --spec-steps")
     g.add_argument("--spec-steps", type=int, default=3,
                    help="EAGLE-3 steps for eagle3 and adaptive-spec (their max)")
     g.add_argument("--builtin-adaptive-config", default=None,
@@ -233,6 +247,7 @@ def _config_from(a: argparse.Namespace, argv: List[str]):
         top_p=a.top_p, top_k=a.top_k, stream=not a.no_stream, seed=a.seed,
         out=a.out or default_out(a.name), name=a.name, attach=attach,
         server_args=a.server_arg, system_args=a.system_args, spec_steps=a.spec_steps,
+        system_steps=a.system_steps,
         builtin_adaptive_config=a.builtin_adaptive_config,
         mem_fraction_static=a.mem_fraction_static, max_total_tokens=a.max_total_tokens,
         start_mode=a.start_mode, start_stagger_s=a.start_stagger_s,

@@ -77,6 +77,7 @@ class SweepConfig:
     server_args: List[str] = field(default_factory=list)
     system_args: List[str] = field(default_factory=list)
     spec_steps: int = 3
+    system_steps: Dict[str, int] = field(default_factory=dict)  # per-system override of spec_steps
     builtin_adaptive_config: Optional[str] = None
     mem_fraction_static: Optional[float] = None
     max_total_tokens: Optional[int] = None
@@ -323,6 +324,12 @@ class Sweep:
             raise BenchError(f"--order {c.order!r}: level or system")
         if c.spec_steps < 1:
             raise BenchError("--spec-steps must be >= 1")
+        for name, k in c.system_steps.items():
+            if name not in self.defs or not self.defs[name].speculative or name == "builtin-adaptive":
+                raise BenchError(f"--system-steps {name}: not a speculative system this sweep "
+                                 "starts (builtin-adaptive takes its steps from its config)")
+            if not 1 <= k <= 16:
+                raise BenchError(f"--system-steps {name}={k}: steps must be in 1..16")
         if c.mem_fraction_static is not None and not 0 < c.mem_fraction_static < 1:
             raise BenchError("--mem-fraction-static must be in (0, 1)")
         if c.pattern != "steady" and (c.pattern_low < 0 or c.pattern_high < 1):
@@ -352,7 +359,8 @@ class Sweep:
 
     def _kv_tokens(self) -> int:
         c = self.cfg
-        steps = max(c.spec_steps, builtin_adaptive_steps(c.builtin_adaptive_config)
+        steps = max(c.spec_steps, *c.system_steps.values(),
+                    builtin_adaptive_steps(c.builtin_adaptive_config)
                     if "builtin-adaptive" in self.defs else 0)
         # prompts are used round-robin, so the requests in flight have the mean length
         mean_prompt = -(-sum(c.prompt_len) // len(c.prompt_len))
@@ -471,7 +479,7 @@ class Sweep:
             d = self.defs[name]
             port = free_port(avoid=ports)
             ports.append(port)
-            steps = c.spec_steps
+            steps = c.system_steps.get(name, c.spec_steps)
             extra = list(d.extra)
             notes = d.note
             if name == "builtin-adaptive":

@@ -25,7 +25,8 @@ def test_sweep_starts_four_systems_and_writes_valid_json(tmp_path, fake_env, mod
                    "--concurrency", "1,4", "--new-tokens", "16", "--prompt-len", "8,12",
                    "--out", str(out), "--log-dir", str(tmp_path / "logs"),
                    "--system-args", "adaptive-spec:threshold+=--fake-status",
-                   "--new-tokens-spread", "0.5", *FAST, "--time-budget-from", "4:1.5"])
+                   "--new-tokens-spread", "0.5", *FAST, "--time-budget-from", "4:1.5",
+                   "--system-steps", "adaptive-spec:threshold=5"])
     assert rc == 0
     res = json.loads(out.read_text())
     assert schema.validate_file(out) == []
@@ -46,6 +47,10 @@ def test_sweep_starts_four_systems_and_writes_valid_json(tmp_path, fake_env, mod
     # what the adaptive server reported after the last level is kept with the system
     assert "steps_histogram" in res["systems"]["adaptive-spec:threshold"]["final_status"][0]
     assert "final_status" not in res["systems"]["plain"]
+    # a system's own steps (--system-steps) reach its command line and the result
+    assert "--speculative-num-steps 5" in (tmp_path / "logs" / "server-adaptive-spec_threshold.log").read_text()
+    assert res["systems"]["adaptive-spec:threshold"]["spec_steps"] == 5
+    assert res["systems"]["eagle3"]["spec_steps"] == 3
     # builtin-adaptive was started at 7 steps (SGLang's default config needs that)
     cmd_log = (tmp_path / "logs" / "server-builtin-adaptive.log").read_text()
     assert "--speculative-adaptive" in cmd_log and "--speculative-num-steps 7" in cmd_log
@@ -194,6 +199,12 @@ def run_cli(cli_cmd, *args, timeout=60):
      "N >= 1 and seconds > 0"),
     (["sweep", "--systems", "plain", "--target", "/tmp", "--new-tokens-spread", "1.5"],
      "--new-tokens-spread must be in [0, 1)"),
+    (["sweep", "--systems", "plain", "--target", "/tmp", "--system-steps", "plain=5"],
+     "not a speculative system this sweep starts"),
+    (["sweep", "--systems", "eagle3", "--target", "/tmp", "--draft", "/tmp",
+      "--system-steps", "eagle3=x"], "expected NAME=STEPS"),
+    (["sweep", "--systems", "eagle3", "--target", "/tmp", "--draft", "/tmp",
+      "--system-steps", "eagle3=40"], "steps must be in 1..16"),
     (["plot", "/nonexistent/file.json"], "cannot read"),
     (["table", "/nonexistent/file.json"], "cannot read"),
     (["frobnicate"], "invalid choice"),
