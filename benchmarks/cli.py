@@ -40,27 +40,21 @@ def _ints(s: str) -> List[int]:
     return v
 
 
-def _budgets(s: str) -> dict:
-    """'128:8,256:10' -> {128: 8.0, 256: 10.0}"""
-    try:
-        pairs = [x.split(":") for x in s.replace(" ", "").split(",") if x]
-        v = {int(n): float(t) for n, t in pairs}
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected N:SECONDS,... (e.g. 128:8,256:10), got {s!r}")
-    if not v:
-        raise argparse.ArgumentTypeError("empty list")
-    return v
+def _mapping(sep: str, key, value, form: str):
+    """An argparse type for 'K<sep>V,K<sep>V' (split at the last `sep`) -> {key(K): value(V)}."""
+    def parse(s: str) -> dict:
+        try:
+            v = {key(k): value(x) for k, x in (i.rsplit(sep, 1) for i in s.replace(" ", "").split(",") if i)}
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {form}, got {s!r}")
+        if not v:
+            raise argparse.ArgumentTypeError("empty list")
+        return v
+    return parse
 
 
-def _system_steps(s: str) -> dict:
-    """'adaptive-spec:goodput=7,eagle3=5' -> {'adaptive-spec:goodput': 7, 'eagle3': 5}"""
-    try:
-        v = {n: int(k) for n, k in (x.rsplit("=", 1) for x in s.replace(" ", "").split(",") if x)}
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected NAME=STEPS,... (e.g. adaptive-spec:goodput=7), got {s!r}")
-    if not v:
-        raise argparse.ArgumentTypeError("empty list")
-    return v
+_budgets = _mapping(":", int, float, "N:SECONDS,... (e.g. 128:8,256:10)")  # 128:8 -> {128: 8.0}
+_system_steps = _mapping("=", str, int, "NAME=STEPS,... (e.g. adaptive-spec:goodput=7)")
 
 
 def _floats(s: str) -> List[float]:
