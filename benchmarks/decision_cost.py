@@ -8,9 +8,11 @@ No GPU is touched: the inputs are the CPU values the scheduler already holds.
 
 import argparse
 import json
+import os
 import platform
 import random
 import statistics
+import tempfile
 import time
 
 from adaptive_spec.config import AdaptiveSpecConfig
@@ -18,9 +20,17 @@ from adaptive_spec.controller import Controller
 from adaptive_spec.signals import LoadSnapshot
 
 
-def time_policy(cfg: AdaptiveSpecConfig, calls: int, seed: int = 0) -> dict:
+def time_policy(cfg: AdaptiveSpecConfig, calls: int, seed: int = 0, metrics: bool = False) -> dict:
+    """`metrics`: with our Prometheus listener installed, as a server with --enable-metrics runs
+    it (prometheus_client in multiprocess mode when PROMETHEUS_MULTIPROC_DIR is set first)."""
     rng = random.Random(seed)
     ctl = Controller(cfg)
+    if metrics:
+        from prometheus_client import CollectorRegistry
+
+        from adaptive_spec.sglang_plugin.metrics import install_metrics
+
+        install_metrics(ctl, 0, CollectorRegistry())
     batch_sizes = [rng.choice([1, 4, 16, 64, 128, 256]) for _ in range(calls)]
     samples = []
     for i, bs in enumerate(batch_sizes):
@@ -53,6 +63,18 @@ def main(argv=None):
         time_policy(AdaptiveSpecConfig(policy="goodput", max_steps=7), a.calls),
     ]
     rows[-1]["max_steps"] = 7
+    # as in a server with --enable-metrics and --adaptive-spec-log-decisions: the metrics
+    # listener writes prometheus_client's multiprocess files (set up before its first import)
+    with tempfile.TemporaryDirectory() as prom_dir:
+        before = os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", prom_dir)
+        try:
+            row = time_policy(AdaptiveSpecConfig(policy="goodput", max_steps=3, log_decisions=True),
+                              a.calls, metrics=True)
+        finally:
+            if before == prom_dir:
+                del os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    row["with"] = "metrics listener (prometheus_client multiprocess files) and decision log"
+    rows.append(row)
     result = {
         "schema": "adaptive-spec-decision-cost/1",
         "date": time.strftime("%Y-%m-%d"),

@@ -6,7 +6,11 @@ SGLang logs one ``Decode batch, #running-req: R, ... gen throughput (token/s): G
 40 decode steps. The median G over the lines whose R lies within 5% below a level (or 4 above
 it) is that server's decode rate at the level: prefill batches that run between the decode
 steps count, the ramp-up and drain of a level mostly do not. A way to separate the decode
-path's cost from admission and ramp effects in a sweep's end-to-end numbers.
+path's cost from admission and ramp effects in a sweep's end-to-end numbers. Also counted per
+level: the ``Prefill batch`` lines logged while the running batch was in the same window (each
+decode line stands for 40 decode steps, so prefill_batches / decode_lines * 40 is the prefill
+batches per 40 decode steps, and median_gen_tok_s / level the decode steps per second when
+every step yields one token per request).
 """
 from __future__ import annotations
 
@@ -19,18 +23,30 @@ from typing import Dict, Iterable, List, Sequence
 LEVELS = (32, 64, 128, 256)
 _RUN = re.compile(r"Decode batch, #running-req: (\d+),")
 _GEN = re.compile(r"gen throughput \(token/s\): ([\d.]+)")
+_PREFILL_RUN = re.compile(r"Prefill batch, .*#running-req: (\d+),")
+
+
+def _levels_of(running: int, levels: Sequence[int]) -> List[int]:
+    return [n for n in levels if 0.95 * n <= running <= n + 4]
 
 
 def decode_rates(lines: Iterable[str], levels: Sequence[int] = LEVELS) -> Dict[int, List[float]]:
     out: Dict[int, List[float]] = {n: [] for n in levels}
     for ln in lines:
         r, g = _RUN.search(ln), _GEN.search(ln)
-        if not (r and g):
-            continue
-        running = int(r.group(1))
-        for n in levels:
-            if 0.95 * n <= running <= n + 4:
+        if r and g:
+            for n in _levels_of(int(r.group(1)), levels):
                 out[n].append(float(g.group(1)))
+    return out
+
+
+def prefill_batches(lines: Iterable[str], levels: Sequence[int] = LEVELS) -> Dict[int, int]:
+    out = {n: 0 for n in levels}
+    for ln in lines:
+        r = _PREFILL_RUN.search(ln)
+        if r:
+            for n in _levels_of(int(r.group(1)), levels):
+                out[n] += 1
     return out
 
 
@@ -38,16 +54,17 @@ def main(argv: Sequence[str]) -> int:
     if not argv:
         print("usage: python -m adaptive_spec.bench.log_throughput LOG [LOG ...]", file=sys.stderr)
         return 2
-    print("log,running_level,decode_lines,median_gen_tok_s")
+    print("log,running_level,decode_lines,median_gen_tok_s,prefill_batches")
     for path in argv:
         try:
             text = Path(path).read_text(errors="replace").splitlines()
         except OSError as e:
             print(f"log_throughput: cannot read {path}: {e.strerror}", file=sys.stderr)
             return 2
+        prefills = prefill_batches(text)
         for n, v in decode_rates(text).items():
             med = f"{statistics.median(v):.0f}" if v else ""
-            print(f"{Path(path).parent.name}/{Path(path).name},{n},{len(v)},{med}")
+            print(f"{Path(path).parent.name}/{Path(path).name},{n},{len(v)},{med},{prefills[n]}")
     return 0
 
 

@@ -169,3 +169,14 @@ def test_decode_rates_from_sglang_log_lines():
              "[..] Prefill batch, #new-seq: 8, input throughput (token/s): 5.0"]
     got = decode_rates(lines, levels=(64, 256))
     assert got == {64: [10000.0, 9000.0], 256: [20000.0, 22000.0]}
+
+
+def test_prefill_batches_are_counted_per_running_level():
+    from adaptive_spec.bench.log_throughput import prefill_batches
+
+    def line(running):
+        return (f"[2026-11-29 20:40:11] Prefill batch, #new-seq: 2, #new-token: 168, #cached-token: 0, "
+                f"token usage: 0.19, #running-req: {running}, #queue-req: 0, #pending-token: 0")
+
+    lines = [line(126), line(130), line(100), line(256), "Decode batch, #running-req: 128, x"]
+    assert prefill_batches(lines, levels=(128, 256)) == {128: 2, 256: 1}
