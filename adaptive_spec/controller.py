@@ -87,13 +87,13 @@ class DecisionLog:
         logger.info(line)
 
 
-def _percentiles_us(values, prefix: str) -> dict:
-    """{prefix_p50, prefix_p99} in microseconds over `values` (seconds); empty when none."""
-    if not values:
+def _decide_percentiles(seconds) -> dict:
+    """{decide_us_p50, decide_us_p99} over the recent decision times; empty when none."""
+    if not seconds:
         return {}
-    v = sorted(values)
-    return {f"{prefix}_p50": round(1e6 * v[len(v) // 2], 1),
-            f"{prefix}_p99": round(1e6 * v[min(len(v) - 1, int(0.99 * len(v)))], 1)}
+    v = sorted(seconds)
+    return {"decide_us_p50": round(1e6 * v[len(v) // 2], 1),
+            "decide_us_p99": round(1e6 * v[int(0.99 * len(v))], 1)}
 
 
 class Controller:
@@ -268,6 +268,6 @@ class Controller:
             "step_modes": dict(self.modes),
             "decisions": {f"{s}:{r}": n for (s, r), n in sorted(self.decisions.items())},
             "decide_us_mean": 1e6 * self.decide_seconds / max(1, sum(self.steps_histogram.values())),
-            **_percentiles_us(self.recent_decide_s, "decide_us"),
+            **_decide_percentiles(self.recent_decide_s),
             "cost_model": self.policy.describe() if hasattr(self.policy, "describe") else None,
         }

@@ -255,7 +255,7 @@ class GoodputPolicy:
         times, candidates = self._bucket_view(bucket)
         goodput = [e / t for e, t in zip(expected, times)]
         self._last_goodput = goodput
-        probe = self._probe(bucket, goodput, expected, max(goodput[k] for k in candidates))
+        probe = self._probe(bucket, expected, max(goodput[k] for k in candidates))
         if probe is not None:
             return Decision(probe, "cost_model")
         reason = "cost_model"
@@ -288,8 +288,7 @@ class GoodputPolicy:
                 [k for k in ks if k == 0 or self.table.samples(bucket, k) >= self.min_samples])
         return view
 
-    def _probe(self, bucket: int, goodput: list[float], expected: list[float],
-               best: float) -> Optional[int]:
+    def _probe(self, bucket: int, expected: list[float], best: float) -> Optional[int]:
         """Short probes of under-sampled k at this bucket, rarely, smallest k first, and only
         of a k that could still beat `best`, the best goodput among the k that may be chosen
         (identical on every rank: the table only changes at syncs). Smallest first: each

@@ -26,19 +26,24 @@ sweep() {  # $1 GPU, $2 name, $3 pair dir, $4 draft dir name, $5 systems
   tail -25 "/tmp/sweep-$2.txt"
 }
 
-case "${1:-}" in
-a)
-  ( export CUDA_VISIBLE_DEVICES=0; build_pair "$DIAL" dial:0.5,dial:0.9 --preset 8b ) &
-  ( export CUDA_VISIBLE_DEVICES=1; build_pair "$SOAKD" random,dial:0.7 --preset 8b ) &
+# GPU 0: the dial pair (drafts $2) and sweep $4; GPU 1: the soak pair (drafts $3) with the
+# always-wrong sweep. Both sweeps at once, then their /metrics scrapes and logs under $OUT.
+two_sweeps() {  # $1 phase, $2 GPU-0 drafts, $3 GPU-1 drafts, $4 GPU-0 sweep (its draft: draft-$4)
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair "$DIAL" "$2" --preset 8b ) &
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair "$SOAKD" "$3" --preset 8b ) &
   wait
-  [ -f "$DIAL/draft-dial-0.9/model.safetensors" ] && [ -f "$SOAKD/draft-random/model.safetensors" ] \
+  [ -f "$DIAL/draft-$4/model.safetensors" ] && [ -f "$SOAKD/draft-random/model.safetensors" ] \
     || { tail -30 "$OUT/build.log"; exit 3; }
   say "models built"
-  sweep 0 dial-0.5 "$DIAL" draft-dial-0.5 "$FOUR" &
+  sweep 0 "$4" "$DIAL" "draft-$4" "$FOUR" &
   sweep 1 always-wrong "$SOAKD" draft-random "$FOUR" &
   wait
-  cat /tmp/metrics-dial-0.5.txt /tmp/metrics-always-wrong.txt > "$OUT/metrics-a.txt"
-  pack_logs logs-a.tar.xz /tmp/logs-dial-0.5/*.log /tmp/logs-always-wrong/*.log ;;
+  cat "/tmp/metrics-$4.txt" /tmp/metrics-always-wrong.txt > "$OUT/metrics-$1.txt"
+  pack_logs "logs-$1.tar.xz" "/tmp/logs-$4"/*.log /tmp/logs-always-wrong/*.log
+}
+
+case "${1:-}" in
+a) two_sweeps a dial:0.5,dial:0.9 random,dial:0.7 dial-0.5 ;;
 b)
   ( SOAK_GPU=1 SOAK_DIR=$SOAKD SOAK_S=600 bash scripts/device/call_soak.sh start > /tmp/soak-start.txt 2>&1 ) &
   sweep 0 dial-0.9 "$DIAL" draft-dial-0.9 "$FOUR"
@@ -59,16 +64,7 @@ c)
   wait; tail -20 /tmp/sweep-step.txt
   grep -h "adaptive_spec decision" /tmp/logs-step/*.log | head -400 > "$OUT/step-decisions.log"
   pack_logs logs-c.tar.xz /tmp/logs-step/*.log ;;
-d)  # the re-run of the two sweeps whose goodput server ran out of GPU memory in a and b
-  ( export CUDA_VISIBLE_DEVICES=0; build_pair "$DIAL" dial:0.9 --preset 8b ) &
-  ( export CUDA_VISIBLE_DEVICES=1; build_pair "$SOAKD" random --preset 8b ) &
-  wait
-  say "models built"
-  sweep 0 dial-0.9 "$DIAL" draft-dial-0.9 "$FOUR" &
-  sweep 1 always-wrong "$SOAKD" draft-random "$FOUR" &
-  wait
-  cat /tmp/metrics-dial-0.9.txt /tmp/metrics-always-wrong.txt > "$OUT/metrics-d.txt"
-  pack_logs logs-d.tar.xz /tmp/logs-dial-0.9/*.log /tmp/logs-always-wrong/*.log ;;
+d) two_sweeps d dial:0.9 random dial-0.9 ;;  # a and b's goodput servers ran out of memory
 *) echo "usage: call_s3.sh a|b|c|d"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"

@@ -33,6 +33,7 @@ def run_load(base, n, vocab, load_s, warm_s, counts, stop):
     """n threads, each issuing requests back to back until `stop`; tokens of requests that end
     after the warm-up count (a request spans ~1 s, so the window's edges matter little)."""
     t0 = time.time()
+    lock = threading.Lock()  # counts is shared by n threads; += on a dict entry is not atomic
 
     def worker(w):
         rng = random.Random(w)
@@ -41,13 +42,15 @@ def run_load(base, n, vocab, load_s, warm_s, counts, stop):
             try:
                 tok = one_request(base, ids, rng.randint(96, 288))
             except Exception as exc:  # noqa: BLE001 - counted, the load goes on
-                counts["errors"] = counts.get("errors", 0) + 1
-                counts["first_error"] = counts.get("first_error") or repr(exc)[:200]
+                with lock:
+                    counts["errors"] = counts.get("errors", 0) + 1
+                    counts["first_error"] = counts.get("first_error") or repr(exc)[:200]
                 continue
             end = time.time()
             if end - t0 >= warm_s:
-                counts["tokens"] = counts.get("tokens", 0) + tok
-                counts["last_end"] = max(counts.get("last_end", 0.0), end)
+                with lock:
+                    counts["tokens"] = counts.get("tokens", 0) + tok
+                    counts["last_end"] = max(counts.get("last_end", 0.0), end)
 
     threads = [threading.Thread(target=worker, args=(w,), daemon=True) for w in range(n)]
     for t in threads:
