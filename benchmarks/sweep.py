@@ -637,7 +637,7 @@ class Sweep:
         c = self.cfg
         return lg.Client(sp.url, new_tokens=c.new_tokens, temperature=c.temperature,
                          top_p=c.top_p, top_k=c.top_k, stream=c.stream,
-                         request_timeout_s=max(60.0, max(c.time_budget_s, *c.time_budget_from.values())
+                         request_timeout_s=max(60.0, max([c.time_budget_s, *c.time_budget_from.values()])
                                                + c.drain_s + 30),
                          max_connections=self.max_concurrency + 16)
 
