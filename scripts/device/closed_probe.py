@@ -123,19 +123,29 @@ def profile_trace_after(base, steps, out_dir):
     os.makedirs(out_dir, exist_ok=True)
     before = set(glob.glob(os.path.join(out_dir, "*")))
     S.post(base + "/start_profile", json={"output_dir": out_dir, "num_steps": steps, "activities": ["CPU", "GPU"]}, timeout=120)
-    for _ in range(90):
-        new = [p for p in glob.glob(os.path.join(out_dir, "*")) if p not in before]
-        if new and all(os.path.getsize(p) > 0 for p in new):
-            time.sleep(2)
+    # the server writes (and gzips) the trace after the last step: wait for its size to hold
+    # still for 3 s, and read again while it is still incomplete (session 4 read too early)
+    sizes, stable = None, 0
+    for _ in range(120):
+        new = sorted(p for p in glob.glob(os.path.join(out_dir, "*")) if p not in before)
+        now = [os.path.getsize(p) for p in new]
+        stable = stable + 1 if new and now == sizes and all(now) else 0
+        sizes = now
+        if stable >= 3:
             break
         time.sleep(1)
-    new = sorted(p for p in glob.glob(os.path.join(out_dir, "*")) if p not in before)
-    if not new:
+    if not sizes:
         return {"profile_error": "no trace written"}
-    try:
-        prof = summarize_trace(new[0])
-    except Exception as exc:  # noqa: BLE001
-        return {"profile_error": repr(exc)}
+    prof, err = None, None
+    for _ in range(10):
+        try:
+            prof = summarize_trace(new[0])
+            break
+        except (EOFError, ValueError, OSError) as exc:
+            err = exc
+            time.sleep(3)
+    if prof is None:
+        return {"profile_error": repr(err)}
     prof["steps"] = steps
     prof["trace_file"] = os.path.basename(new[0])
     return {"profile": prof}

@@ -1,8 +1,10 @@
-"""The acceptance dial's greedy table (adaptive-spec-dial/1) from same-run sweep results.
+"""The acceptance dial's table (adaptive-spec-dial/1) from sweep results.
 
     python scripts/device/dial_from_sweeps.py OUT.json SWEEP.json [SWEEP.json ...]
 
-For each sweep whose draft is a `draft-dial-<a>` of benchmarks/models.py: the static eagle3
+Greedy rows: each sweep whose draft is a `draft-dial-<a>` of benchmarks/models.py. Sampling
+rows: each sweep named `sampling-<a>` (`--name`), run at the temperature the target's dial file
+gives for acceptance a, with the aligned draft. For both: the static eagle3
 server's mean accept length over every completed request of every level (requests-weighted),
 turned into a per-draft acceptance p by solving 1 + p + ... + p^steps = accept length (the
 dial makes every position's conditional acceptance equal), and, as a second witness, the
@@ -27,13 +29,19 @@ def solve_p(accept_len: float, steps: int) -> float:
 def row(path: str):
     res = json.load(open(path))
     m = re.search(r"draft-dial-([0-9.]+)", res.get("draft") or "")
+    temperature = float(res["workload"].get("temperature") or 0.0)
+    if temperature > 0:
+        m = re.search(r"--name sampling-([0-9.]+)", res.get("command") or "")
     if not m:
         return None
-    steps = int(res["systems"]["eagle3"]["spec_steps"])
+    e3 = res["systems"]["eagle3"]  # an attached server records its steps in server_info only
+    steps = int(e3.get("spec_steps") or e3["server_info"]["speculative_num_steps"])
     rows = [r for r in res["rows"] if r["system"] == "eagle3" and r.get("mean_accept_len")]
     n = sum(r["completed"] for r in rows)
     accept = sum(r["mean_accept_len"] * r["completed"] for r in rows) / n
-    out = {"mode": "greedy", "steps": steps, "requested": float(m.group(1)),
+    out = {"mode": "sampling" if temperature > 0 else "greedy", "steps": steps,
+           **({"temperature": temperature} if temperature > 0 else {}),
+           "requested": float(m.group(1)),
            "measured": solve_p(accept, steps), "mean_accept_len": round(accept, 4),
            "requests": n, "source": path.rsplit("/", 1)[-1]}
     ours = (res["systems"].get("adaptive-spec:goodput") or {}).get("final_status") or []
@@ -53,8 +61,10 @@ def main(argv):
     result = {"schema": "adaptive-spec-dial/1", "date": first["date"], "machine": first["machine"],
               "sglang_version": first["sglang_version"], "model": first["model"],
               "command": "python scripts/device/dial_from_sweeps.py " + " ".join(argv),
-              "note": "greedy; measured = per-draft acceptance p solving 1 + p + ... + p^steps = "
-                      "the eagle3 server's mean accept length (requests-weighted over all levels)",
+              "note": "measured = per-draft acceptance p solving 1 + p + ... + p^steps = the "
+                      "eagle3 server's mean accept length (requests-weighted over all levels); "
+                      "sampling rows: aligned draft, SGLang's target-only verification, at the "
+                      "temperature the target's adaptive_spec_dial.json gives for the requested value",
               "rows": rows}
     with open(out, "w") as fh:
         json.dump(result, fh, indent=1)

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# GPU machine nvidia-h200-x2, three back-to-back commands (session 4, 2026-11-29), one sweep or
+# probe per GPU. Every sweep: same run, one GPU, 192 +-50% new tokens, greedy, a warm-up wave
+# per level; four systems on one GPU, KV sized for the in-flight mean.
+#   a  the goodput rules of session 3 (CPU-simulated until now) on the GPU:
+#      GPU 0: dial 0.9, ours with up to 7 draft steps (the built-in mode's edge at N = 1-4 is
+#             its 7 steps), eagle3 the 3-step reference;   GPU 1: the always-wrong draft.
+#   b  the MoE testbed (issue 10): Qwen3-MoE layout (128 experts x 768, top-8), 16 layers so
+#      four servers fit one H200;  GPU 0: dial 0.7;  GPU 1: always-wrong.
+#   c  GPU 0: scripts/device/call_profile_continuous.sh (issue 3: plain vs ours forced off vs
+#      ours forced off + SGLang's prefill delayer, N = 128 and 256, torch-profiler summary);
+#      GPU 1: the sampling dial (issue 4): static EAGLE-3 on the aligned draft at the
+#      temperatures the target's dial file gives for 0.5 / 0.7 / 0.9 (sweeps attached to one
+#      server, N = 16 and 64).
+#   d  c's probe read its profiles too early, its client shared one 10-connection pool, and
+#      parallel starts misjudged free memory: call_profile_continuous.sh again (fixed, N = 128)
+#      on GPU 1; GPU 0: b showed ours at N = 1-4 on the MoE pair below plain (drafting off) and
+#      below eagle3 (drafting on) by 0.5-1.2 ms a step: plain, ours forced off, eagle3, ours
+#      forced on (always-wrong MoE pair), closed batches N = 1, 4 and a 30-step profile at N = 1.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s4.sh a|b|c|d
+source scripts/device/common.sh
+DEADLINE_S=${DEADLINE_S:-560}
+FOUR=plain,eagle3,builtin-adaptive,adaptive-spec:goodput
+S4_FLAGS=(--new-tokens-spread 0.5 --warmup-tokens ${WARMUP:-128} --time-budget-from ${BUDGET_FROM:-128:7,256:8}
+  --server-arg=--enable-metrics --system-args "adaptive-spec:goodput+=--adaptive-spec-log-decisions")
+
+sweep() {  # $1 GPU, $2 name, $3 target dir, $4 draft dir, $5 systems, rest: extra sweep flags
+  local gpu=$1 name=$2 target=$3 draft=$4 systems=$5; shift 5
+  ( cd /tmp && CUDA_VISIBLE_DEVICES=$gpu python3 -m adaptive_spec.bench.cli sweep "${SWEEP_FLAGS[@]}" \
+      "${S4_FLAGS[@]}" --deadline-s $(( $(left) - 25 )) --target "$target" --draft "$draft" \
+      --name "$name" --systems "$systems" --metrics-out "/tmp/metrics-$name.txt" \
+      --log-dir "/tmp/logs-$name" --out "$OUT/sweep-$name.json" "$@" > "/tmp/sweep-$name.txt" 2>&1 )
+  tail -32 "/tmp/sweep-$name.txt"
+}
+
+# both GPUs build their pair, then sweep; $1 phase, then per GPU: pair dir, drafts, sweep name
+two_sweeps() {
+  local phase=$1 d0=$2 dr0=$3 n0=$4 d1=$5 dr1=$6 n1=$7; shift 7
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair "$d0" "$dr0" "$@" ) &
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair "$d1" "$dr1" "$@" ) &
+  wait
+  [ -f "$d0/draft-${dr0/:/-}/model.safetensors" ] && [ -f "$d1/draft-${dr1/:/-}/model.safetensors" ] \
+    || { tail -30 "$OUT/build.log"; exit 3; }
+  say "models built"
+}
+
+case "${1:-}" in
+a)
+  two_sweeps a /tmp/dial-8b dial:0.9 dial-0.9 /tmp/soak-8b random always-wrong --preset 8b
+  sweep 0 dial-0.9 /tmp/dial-8b/target /tmp/dial-8b/draft-dial-0.9 "$FOUR" \
+    --system-steps adaptive-spec:goodput=7 &
+  sweep 1 always-wrong /tmp/soak-8b/target /tmp/soak-8b/draft-random "$FOUR" &
+  wait
+  cat /tmp/metrics-dial-0.9.txt /tmp/metrics-always-wrong.txt > "$OUT/metrics-a.txt"
+  grep -h "adaptive_spec decision" /tmp/logs-dial-0.9/*goodput*.log | tail -300 > "$OUT/decisions-dial-0.9.log"
+  pack_logs logs-a.tar.xz /tmp/logs-dial-0.9/*.log /tmp/logs-always-wrong/*.log ;;
+b)
+  two_sweeps b /tmp/moe-16 dial:0.7 moe-dial-0.7 /tmp/moe-16r random moe-always-wrong \
+    --preset qwen3-moe --layers 16
+  S4_FLAGS+=(--start-timeout-s 360)
+  sweep 0 moe-dial-0.7 /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 "$FOUR" &
+  sweep 1 moe-always-wrong /tmp/moe-16r/target /tmp/moe-16r/draft-random "$FOUR" &
+  wait
+  cat /tmp/metrics-moe-*.txt > "$OUT/metrics-b.txt"
+  pack_logs logs-b.tar.xz /tmp/logs-moe-dial-0.7/*.log /tmp/logs-moe-always-wrong/*.log ;;
+c)
+  ( export CUDA_VISIBLE_DEVICES=0 N_LIST="128 256"; bash scripts/device/call_profile_continuous.sh ) &
+  (
+    export CUDA_VISIBLE_DEVICES=1
+    build_pair /tmp/dial-8b aligned --preset 8b || exit 3
+    start_server eagle3 32000 "$OUT/dial-server.log" python3 -m sglang.launch_server \
+      --model-path /tmp/dial-8b/target --speculative-draft-model-path /tmp/dial-8b/draft-aligned \
+      "${EAGLE[@]}" "${CUDA_GRAPH[@]}" --mem-fraction-static 0.5 --max-running-requests 64
+    for a in 0.5 0.7 0.9; do
+      T=$(python3 -c "import json; r=[r for r in json.load(open('/tmp/dial-8b/target/adaptive_spec_dial.json'))['sampling_dial']['rows'] if abs(r['requested']-$a)<1e-6]; print(r[0]['temperature'])")
+      ( cd /tmp && python3 -m adaptive_spec.bench.cli sweep --attach eagle3=http://127.0.0.1:32000 \
+          --systems eagle3 --target /tmp/dial-8b/target --draft /tmp/dial-8b/draft-aligned \
+          --concurrency 16,64 --new-tokens 128 --temperature "$T" --time-budget-s 6 --drain-s 3 \
+          --start-timeout-s 300 --deadline-s $(( $(left) - 20 )) --no-plot --quiet \
+          --name "sampling-$a" --out "$OUT/sweep-sampling-$a.json" ) 2>&1 | tail -6
+    done
+    stop_server
+  ) &
+  wait
+  tar -cJf "$OUT/servers-logs.tar.xz" -C "$OUT" servers.log dial-server.log 2>/dev/null \
+    && rm -f "$OUT/servers.log" "$OUT/dial-server.log" ;;
+d)
+  ( export CUDA_VISIBLE_DEVICES=1 N_LIST=128; bash scripts/device/call_profile_continuous.sh ) &
+  (
+    export CUDA_VISIBLE_DEVICES=0
+    M=/tmp/moe-16r; ML="$OUT/moe-servers.log"
+    build_pair $M random --preset qwen3-moe --layers 16 || exit 3
+    SA=(--mem-fraction-static 0.25 --max-total-tokens 30000 --max-running-requests 16
+        --cuda-graph-backend-decode full --cuda-graph-bs-decode 1 2 4 8 16)
+    OURS=(python3 -m adaptive_spec.launch_server "${EAGLE[@]}" --speculative-draft-model-path $M/draft-random)
+    PIDS=()
+    start_server plain 33000 "$ML" python3 -m sglang.launch_server --model-path $M/target "${SA[@]}"
+    PIDS+=($CUR_PID); CUR_PID=""; sleep 25
+    start_server ours-off 33001 "$ML" "${OURS[@]}" --model-path $M/target "${SA[@]}" --adaptive-spec-force off
+    PIDS+=($CUR_PID); CUR_PID=""; sleep 25
+    start_server eagle3 33002 "$ML" python3 -m sglang.launch_server --model-path $M/target "${SA[@]}" \
+      "${EAGLE[@]}" --speculative-draft-model-path $M/draft-random
+    PIDS+=($CUR_PID); CUR_PID=""; sleep 25
+    start_server ours-on 33003 "$ML" "${OURS[@]}" --model-path $M/target "${SA[@]}" --adaptive-spec-force on
+    PIDS+=($CUR_PID); CUR_PID=""
+    trap 'for p in "${PIDS[@]}"; do kill -KILL -- -"$p" 2>/dev/null; done' EXIT
+    i=0
+    for name in plain ours-off eagle3 ours-on; do
+      ( cd scripts/device && python3 closed_probe.py --name "moe-$name" --port $((33000 + i)) \
+          --pid "${PIDS[$i]}" --vocab 151936 --batches 1 4 --reps 2 --new 768 --profile-n 1 --profile-delay 0.5 \
+          --profile-steps 30 --out "$OUT/moe-closed.jsonl" ) 2>&1 | grep "^\[probe"
+      i=$((i + 1))
+    done
+  ) &
+  wait
+  grep -E "adaptive_spec|Traceback|rror" "$OUT/moe-servers.log" | head -100 > "$OUT/moe-servers-excerpt.log"
+  tar -cJf "$OUT/servers-logs.tar.xz" -C "$OUT" servers.log moe-servers.log 2>/dev/null \
+    && rm -f "$OUT/servers.log" "$OUT/moe-servers.log" ;;
+*) echo "usage: call_s4.sh a|b|c|d"; exit 2 ;;
+esac
+rm -f "$OUT/build.log"
+say "done $1"
