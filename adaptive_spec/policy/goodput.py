@@ -36,6 +36,11 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
   floor for every larger one (more draft steps and verify tokens never make a step faster).
 - An estimate scaled from another bucket is good for choosing what to probe, not what to run
   (one kept k=3 at 128 requests for ~2 s in the step-load run), hence "measured here".
+- Few samples can all be stalls (session 4, dial 0.9: a probe in the warm-up's prefill burst
+  put k=3 at 128 requests at 62.8 ms; EAGLE-3's same-run throughput bounds it under 52 ms with
+  its prefills), and a cell that looks hopeless is never probed again. So a sync keeps only
+  the samples near its lower quartile, a sparse cell may be `optimism(samples)` times too
+  slow, and a neighbour of the chosen k is refreshed until it has `trusted_samples`.
 - Deep draft positions are seen only in probes: each position's acceptance is shrunk towards
   the one before it (`PRIOR_TRIES` pseudo-tries), so two unlucky probe rounds cannot rule the
   long chains out.
@@ -166,12 +171,16 @@ class StepTimeTable:
         return out  # {batch bucket: {k: ms}}
 
 
-def _trimmed(values: Iterable[float], factor: float = 4.0) -> list[float]:
-    """The samples within `factor` x their median. The mean of what is left keeps the
-    prefills that run between decode steps (a real cost, and one that grows with k: requests
-    finish in fewer steps) but not the rare stalls (a Triton compile on a new shape)."""
-    cut = factor * statistics.median(values)
-    return [v for v in values if v <= cut]
+def _trimmed(values: Iterable[float], factor: float = 2.5) -> list[float]:
+    """The samples within `factor` x their lower quartile. A stall only ever makes a step
+    look slower, so the low samples are the trustworthy ones, and a sync's samples can be
+    mostly stalls: two probes in one sync, the first steps of a new batch size in a prefill
+    burst (GPU, session 4: 4 of 6 samples of a cell at 3-4x the truth passed the old cut of
+    4x the median, and their mean kept the cell unchosen). The batch sizes inside one bucket
+    differ by up to 2x, which the factor leaves in."""
+    ordered = sorted(values)
+    cut = factor * ordered[(len(ordered) - 1) // 4]
+    return [v for v in ordered if v <= cut]
 
 
 class GoodputPolicy:
@@ -189,10 +198,11 @@ class GoodputPolicy:
         self.reducer = reducer or (lambda v: v)
         self.sync_interval = 32
         self.min_samples = 6
+        self.trusted_samples = 24  # below this, a neighbour of the chosen k is still refreshed
         self.explore_interval = 16
         self.refresh_interval = 1024  # re-measure a non-chosen k of a filled bucket (~0.5%)
         self.probe_len = 3  # from k=0 the first step only catches the draft up
-        self.probe_optimism = 1.4  # probe k only if goodput[k] * this >= the best estimate
+        self.probe_optimism = 1.4  # probe k only if goodput[k] * this >= the best (well sampled)
         self.switch_margin = 0.03
         self._decisions = 0
         self._current: Optional[int] = None
@@ -234,15 +244,24 @@ class GoodputPolicy:
             t = base * (1.0 + self.PRIOR_STEP_COST * k)
         return max(t, self.table.floor(bucket, k))
 
+    def optimism(self, samples: float) -> float:
+        """How many times too slow a cell's mean may be, given its sample count: a few
+        samples can all be stalls. Session 4 (GPU, dial 0.9): the 4 samples of k=3 at 128
+        requests, taken in the warm-up's prefill burst, read 62.8 ms (eagle3's same-run
+        throughput puts a k=3 step there under 52 ms with its prefills); with a fixed 1.4
+        the cell was never probed again and the server ran plain where eagle3 made 1.14x."""
+        return self.probe_optimism * (1.0 + self.min_samples / max(samples, 1.0))
+
     def optimistic_goodput(self, bucket: int, k: int, expected: list[float]) -> float:
         """The best goodput k could plausibly have at this bucket: its own measured mean
-        `probe_optimism` times too slow, never faster than the floor (the measured smaller k
-        here). Unmeasured here: the floor alone. An estimate scaled from another bucket does
+        `optimism(samples)` times too slow, never faster than the floor (the measured smaller
+        k here). Unmeasured here: the floor alone. An estimate scaled from another bucket does
         not count: one stalled cell at 8 requests, scaled down, kept k=3 from ever being
         probed at 1 request (dial 0.9, 2026-11-29: k=2 ran there, 0.95x of eagle3)."""
         floor = self.table.floor(bucket, k)
-        mean = self.table.estimate(bucket, k) if self.table.samples(bucket, k) > 0 else None
-        t = max(floor, mean / self.probe_optimism if mean is not None else 0.0)
+        n = self.table.samples(bucket, k)
+        mean = self.table.estimate(bucket, k) if n > 0 else None
+        t = max(floor, mean / self.optimism(n) if mean is not None else 0.0)
         return math.inf if t <= 0 else expected[k] / t
 
     # ---- decision -------------------------------------------------------------------
@@ -312,10 +331,13 @@ class GoodputPolicy:
         elif self._decisions % self.refresh_interval == 0 and self._current is not None:
             # A filled bucket: refresh the stalest of k=0 and the chosen k's neighbours, so an
             # estimate that went wrong (or a cost that drifted) cannot keep a k unchosen for
-            # ever, without paying for a far, expensive chain.
+            # ever, without paying for a far, expensive chain. A neighbour whose estimate rests
+            # on few samples is refreshed even when it looks hopeless: those few can all be
+            # stalls (a probe in a prefill burst), and the refreshes stop once it has enough.
             cur = self._current
             others = [k for k in {0, cur - 1, cur + 1}
-                      if 0 <= k <= self.max_steps and k != cur and could_win(k)]
+                      if 0 <= k <= self.max_steps and k != cur
+                      and (could_win(k) or self.table.samples(bucket, k) < self.trusted_samples)]
             if not others:
                 return None
             k = max(others, key=lambda k: (self.table.staleness(bucket, k), -k))
