@@ -27,8 +27,8 @@ _local = threading.local()
 
 
 def one_request(base, ids, new_tokens, timeout=120):
-    # one session per thread: a shared one pools 10 connections, which capped the load of
-    # session 4's first run (plain made 1.4k tok/s at N = 128 instead of ~8k)
+    # one session per thread: a shared one pools 10 connections for N threads (session 4's
+    # first run, which also profiled inside its measured window, read 1.4k tok/s at N = 128)
     if not hasattr(_local, "session"):
         _local.session = requests.Session()
         _local.session.trust_env = False
