@@ -18,6 +18,11 @@ Definitions (the same for every system, so ratios between rows are meaningful):
 - mean accept length: sum of completion tokens / sum of verify counts over the requests whose
   server reported ``spec_verify_ct`` (None when no request did, e.g. the plain server).
 - percentiles: linear interpolation between closest ranks (numpy's default "linear" method).
+- output tok/s +- (``output_tok_s_ci95``): half-width of a 95% interval by batch means: the
+  window cut into consecutive slices of ``CI_SLICE_S``, tok/s per slice, Student's t over the
+  slices (at least ``CI_MIN_SLICES``, else None). Adjacent slices are correlated (requests span
+  several), so read it as a lower bound on the uncertainty; it tells a 5% difference from
+  noise, which a single number cannot.
 """
 from __future__ import annotations
 
@@ -135,6 +140,38 @@ def tokens_in_window(records: Iterable[RequestRecord], t0: float, t1: float) -> 
     return n
 
 
+CI_SLICE_S = 1.0
+CI_MIN_SLICES = 4
+# Student's t, two-sided 95%, by degrees of freedom (1.96 beyond the table)
+_T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
+        10: 2.23, 12: 2.18, 15: 2.13, 20: 2.09, 30: 2.04, 60: 2.00}
+
+
+def _t95(dof: int) -> float:
+    if dof >= 120:
+        return 1.96
+    return _T95[max(k for k in _T95 if k <= dof)]  # the next smaller dof: conservative
+
+
+def output_tok_s_ci95(records: Sequence[RequestRecord], windows: Sequence[tuple],
+                      slice_s: float = CI_SLICE_S) -> Optional[float]:
+    """Half-width of the 95% batch-means interval of output tok/s over ``windows``."""
+    rates = []
+    for a, b in windows:
+        counts = [0] * int((b - a) // slice_s)  # whole slices only; the remainder is dropped
+        for r in records:
+            for t, k in zip(r.chunk_times, r.chunk_tokens):
+                i = int((t - a) // slice_s)
+                if t >= a and i < len(counts):
+                    counts[i] += k
+        rates += [c / slice_s for c in counts]
+    if len(rates) < CI_MIN_SLICES:
+        return None
+    mean = sum(rates) / len(rates)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in rates) / (len(rates) - 1))
+    return round(_t95(len(rates) - 1) * sd / math.sqrt(len(rates)), 2)
+
+
 def output_tok_s(records: Iterable[RequestRecord], window: tuple) -> Optional[float]:
     """Output tokens received in the window / its length (None for an empty window)."""
     a, b = window
@@ -201,6 +238,7 @@ def summarize(records: Sequence[RequestRecord], window: Optional[tuple] = None,
     mal = mean_accept_len(oks)
     return {
         "output_tok_s": round(ntok / dur, 2) if dur > 0 else None,
+        "output_tok_s_ci95": output_tok_s_ci95(records, windows),
         "tpot_ms_p50": _ms(percentile(tpots, 50)),
         "tpot_ms_p99": _ms(percentile(tpots, 99)),
         "itl_ms_p50": _ms(percentile(itls, 50)),

@@ -1031,14 +1031,15 @@ def _row_text(r: dict) -> str:
 
 def table(result: dict) -> str:
     """Plain-text table of a result's rows (one line per row)."""
-    hdr = f"{'system':<26} {'N':>5} {'rate':>6} {'tok/s':>9} {'vs env':>7} {'tpot50':>7} " \
-          f"{'tpot99':>7} {'ttft50':>8} {'accept':>6} {'err':>4}"
+    hdr = f"{'system':<26} {'N':>5} {'rate':>6} {'tok/s':>9} {'+-95%':>6} {'vs env':>7} " \
+          f"{'tpot50':>7} {'tpot99':>7} {'ttft50':>8} {'accept':>6} {'err':>4}"
     lines = [hdr, "-" * len(hdr)]
     for r in result.get("rows", []):
         lines.append(
             f"{r.get('system', '?'):<26} {r.get('concurrency', ''):>5} "
             f"{_fmt(r.get('request_rate'), 1) if r.get('request_rate') else '':>6} "
-            f"{_fmt(r.get('output_tok_s'), 0):>9} {_fmt(r.get('tok_s_vs_envelope'), 2):>7} "
+            f"{_fmt(r.get('output_tok_s'), 0):>9} {_fmt(r.get('output_tok_s_ci95'), 0):>6} "
+            f"{_fmt(r.get('tok_s_vs_envelope'), 2):>7} "
             f"{_fmt(r.get('tpot_ms_p50')):>7} {_fmt(r.get('tpot_ms_p99')):>7} "
             f"{_fmt(r.get('ttft_ms_p50')):>8} {_fmt(r.get('mean_accept_len'), 2):>6} "
             f"{r.get('errors', 0):>4}")

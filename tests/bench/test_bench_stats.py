@@ -97,6 +97,20 @@ def test_explicit_windows():
     assert s["requests"] == 2  # r1 (0.0) and r2 (0.05) started inside [0, 0.1]
 
 
+def test_throughput_interval_by_batch_means():
+    # one request streaming 10 tokens in each of four 1-s slices: no spread, interval 0
+    steady = [R(idx=0, start=0.0, end=4.0, chunk_times=[i + 0.5 for i in range(4)],
+                chunk_tokens=[10] * 4, completion_tokens=40)]
+    assert st.summarize(steady, window=(0.0, 4.0))["output_tok_s_ci95"] == approx(0.0)
+    # slices of 10, 20, 10, 20 tok/s: mean 15, sd sqrt(100/3), t(3 dof) = 3.18, n = 4
+    uneven = [R(idx=0, start=0.0, end=4.0, chunk_times=[0.5, 1.5, 2.5, 3.5],
+                chunk_tokens=[10, 20, 10, 20], completion_tokens=60)]
+    half = 3.18 * (100 / 3) ** 0.5 / 2
+    assert st.summarize(uneven, window=(0.0, 4.0))["output_tok_s_ci95"] == pytest.approx(half, abs=0.01)
+    # fewer than 4 whole slices: no interval
+    assert st.summarize(uneven, window=(0.0, 3.9))["output_tok_s_ci95"] is None
+
+
 def test_non_streamed_tpot():
     r = R(start=1.0, end=2.0, chunk_times=[2.0], chunk_tokens=[10])
     s = st.summarize([r], stream=False)
