@@ -17,7 +17,11 @@
 #      on GPU 1; GPU 0: b showed ours at N = 1-4 on the MoE pair below plain (drafting off) and
 #      below eagle3 (drafting on) by 0.5-1.2 ms a step: plain, ours forced off, eagle3, ours
 #      forced on (always-wrong MoE pair), closed batches N = 1, 4 and a 30-step profile at N = 1.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s4.sh a|b|c|d
+#   e  prepared after the runs, NOT YET RUN: GPU 0: d's MoE probe again, the fourth server
+#      given room, and the profile summarised per host thread (adaptive_spec.bench.trace_summary:
+#      CUDA runtime calls and syncs, Python self time) to say where our off step's host time
+#      goes; GPU 1: a's dial-0.9 sweep again with the session-4 goodput changes.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s4.sh a|b|c|d|e
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-560}
 FOUR=plain,eagle3,builtin-adaptive,adaptive-spec:goodput
@@ -42,6 +46,42 @@ two_sweeps() {
   [ -f "$d0/draft-${dr0/:/-}/model.safetensors" ] && [ -f "$d1/draft-${dr1/:/-}/model.safetensors" ] \
     || { tail -30 "$OUT/build.log"; exit 3; }
   say "models built"
+}
+
+# GPU-0 probe of d/e: the always-wrong MoE pair (16 layers) served by plain, ours forced off,
+# eagle3 and ours forced on, started 25 s apart with the given --mem-fraction-static each
+# (SGLang's start-up check counts the servers already resident: d's fourth failed at 0.25);
+# closed batches N = 1, 4 (768 tokens, two reps) and a 30-step profile at N = 1 each.
+moe_host_probe() {
+  local M=/tmp/moe-16r ML="$OUT/moe-servers.log" fr=("$@") names=(plain ours-off eagle3 ours-on) i
+  build_pair $M random --preset qwen3-moe --layers 16 || return 3
+  local SA=(--max-total-tokens 30000 --max-running-requests 16
+            --cuda-graph-backend-decode full --cuda-graph-bs-decode 1 2 4 8 16)
+  local OURS=(python3 -m adaptive_spec.launch_server "${EAGLE[@]}" --speculative-draft-model-path $M/draft-random)
+  local LAUNCH=(
+    "python3 -m sglang.launch_server"
+    "${OURS[*]} --adaptive-spec-force off"
+    "python3 -m sglang.launch_server ${EAGLE[*]} --speculative-draft-model-path $M/draft-random"
+    "${OURS[*]} --adaptive-spec-force on")
+  PIDS=()
+  for i in 0 1 2 3; do
+    [ $i -gt 0 ] && sleep 25
+    start_server "${names[$i]}" $((33000 + i)) "$ML" ${LAUNCH[$i]} --model-path $M/target "${SA[@]}" \
+      --mem-fraction-static "${fr[$i]}"
+    PIDS+=($CUR_PID); CUR_PID=""
+  done
+  trap 'for p in "${PIDS[@]}"; do kill -KILL -- -"$p" 2>/dev/null; done' EXIT
+  for i in 0 1 2 3; do
+    ( cd scripts/device && python3 closed_probe.py --name "moe-${names[$i]}" --port $((33000 + i)) \
+        --pid "${PIDS[$i]}" --vocab 151936 --batches 1 4 --reps 2 --new 768 --profile-n 1 --profile-delay 0.5 \
+        --profile-steps 30 --out "$OUT/moe-closed.jsonl" ) 2>&1 | grep "^\[probe"
+  done
+}
+
+pack_probe_logs() {
+  grep -E "adaptive_spec|Traceback|rror" "$OUT/moe-servers.log" | head -100 > "$OUT/moe-servers-excerpt.log"
+  tar -cJf "$OUT/servers-logs.tar.xz" -C "$OUT" $(cd "$OUT" && ls servers.log moe-servers.log 2>/dev/null) \
+    && rm -f "$OUT/servers.log" "$OUT/moe-servers.log"
 }
 
 case "${1:-}" in
@@ -86,37 +126,21 @@ c)
     && rm -f "$OUT/servers.log" "$OUT/dial-server.log" ;;
 d)
   ( export CUDA_VISIBLE_DEVICES=1 N_LIST=128; bash scripts/device/call_profile_continuous.sh ) &
+  ( export CUDA_VISIBLE_DEVICES=0; moe_host_probe 0.25 0.25 0.25 0.25 ) &
+  wait
+  pack_probe_logs ;;
+e)  # prepared after the runs, NOT YET RUN (next session, ~9.5 min)
+  ( export CUDA_VISIBLE_DEVICES=0; moe_host_probe 0.25 0.35 0.45 0.55 ) &
   (
-    export CUDA_VISIBLE_DEVICES=0
-    M=/tmp/moe-16r; ML="$OUT/moe-servers.log"
-    build_pair $M random --preset qwen3-moe --layers 16 || exit 3
-    SA=(--mem-fraction-static 0.25 --max-total-tokens 30000 --max-running-requests 16
-        --cuda-graph-backend-decode full --cuda-graph-bs-decode 1 2 4 8 16)
-    OURS=(python3 -m adaptive_spec.launch_server "${EAGLE[@]}" --speculative-draft-model-path $M/draft-random)
-    PIDS=()
-    start_server plain 33000 "$ML" python3 -m sglang.launch_server --model-path $M/target "${SA[@]}"
-    PIDS+=($CUR_PID); CUR_PID=""; sleep 25
-    start_server ours-off 33001 "$ML" "${OURS[@]}" --model-path $M/target "${SA[@]}" --adaptive-spec-force off
-    PIDS+=($CUR_PID); CUR_PID=""; sleep 25
-    start_server eagle3 33002 "$ML" python3 -m sglang.launch_server --model-path $M/target "${SA[@]}" \
-      "${EAGLE[@]}" --speculative-draft-model-path $M/draft-random
-    PIDS+=($CUR_PID); CUR_PID=""; sleep 25
-    start_server ours-on 33003 "$ML" "${OURS[@]}" --model-path $M/target "${SA[@]}" --adaptive-spec-force on
-    PIDS+=($CUR_PID); CUR_PID=""
-    trap 'for p in "${PIDS[@]}"; do kill -KILL -- -"$p" 2>/dev/null; done' EXIT
-    i=0
-    for name in plain ours-off eagle3 ours-on; do
-      ( cd scripts/device && python3 closed_probe.py --name "moe-$name" --port $((33000 + i)) \
-          --pid "${PIDS[$i]}" --vocab 151936 --batches 1 4 --reps 2 --new 768 --profile-n 1 --profile-delay 0.5 \
-          --profile-steps 30 --out "$OUT/moe-closed.jsonl" ) 2>&1 | grep "^\[probe"
-      i=$((i + 1))
-    done
+    export CUDA_VISIBLE_DEVICES=1
+    build_pair /tmp/dial-8b dial:0.9 --preset 8b || exit 3
+    sweep 1 dial-0.9-rerun /tmp/dial-8b/target /tmp/dial-8b/draft-dial-0.9 "$FOUR" \
+      --system-steps adaptive-spec:goodput=7
   ) &
   wait
-  grep -E "adaptive_spec|Traceback|rror" "$OUT/moe-servers.log" | head -100 > "$OUT/moe-servers-excerpt.log"
-  tar -cJf "$OUT/servers-logs.tar.xz" -C "$OUT" servers.log moe-servers.log 2>/dev/null \
-    && rm -f "$OUT/servers.log" "$OUT/moe-servers.log" ;;
-*) echo "usage: call_s4.sh a|b|c|d"; exit 2 ;;
+  pack_probe_logs
+  pack_logs logs-e.tar.xz /tmp/logs-dial-0.9-rerun/*.log ;;
+*) echo "usage: call_s4.sh a|b|c|d|e"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 say "done $1"

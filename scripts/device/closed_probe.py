@@ -10,17 +10,17 @@ Loopback only, every loop bounded. Appends one JSON record to --out.
 
 import argparse
 import glob
-import gzip
 import hashlib
 import json
 import os
 import random
-import re
 import sys
 import threading
 import time
 
 import requests
+
+from adaptive_spec.bench.trace_summary import summarize_trace
 
 S = requests.Session()
 S.trust_env = False
@@ -78,46 +78,6 @@ def summarize_outputs(outs, dt):
     }
 
 
-CATEGORIES = [
-    ("attention", re.compile(r"attn|attention|fwd_kernel|decode_kernel|extend|flash", re.I)),
-    ("gemm", re.compile(r"gemm|matmul|cutlass|sm90|nvjet|cublas|xmma", re.I)),
-    ("norm/rope/act", re.compile(r"norm|rope|rotary|silu|act_and_mul|activation", re.I)),
-    ("sampling/verify", re.compile(r"verify|tree|sampl|argmax|topk|softmax|bonus|accept", re.I)),
-    ("copy/elementwise", re.compile(r"copy|elementwise|fill|index|cat|memcpy|memset|reduce", re.I)),
-]
-
-
-def summarize_trace(path, top=25):
-    with gzip.open(path, "rt") if path.endswith(".gz") else open(path) as fh:
-        trace = json.load(fh)
-    by_name, by_cat, total = {}, {}, 0.0
-    cpu_ops = {}
-    t_min, t_max = None, None
-    for ev in trace.get("traceEvents", []):
-        if ev.get("ph") != "X":
-            continue
-        cat, dur = ev.get("cat", ""), float(ev.get("dur", 0))
-        if cat in ("kernel", "gpu_memcpy", "gpu_memset"):
-            name = ev.get("name", "?")[:120]
-            by_name[name] = by_name.get(name, 0.0) + dur
-            total += dur
-            c = next((c for c, rx in CATEGORIES if rx.search(name)), "other")
-            by_cat[c] = by_cat.get(c, 0.0) + dur
-            ts = float(ev.get("ts", 0))
-            t_min = ts if t_min is None else min(t_min, ts)
-            t_max = ts + dur if t_max is None else max(t_max, ts + dur)
-        elif cat in ("python_function", "user_annotation") and dur > 0:
-            name = ev.get("name", "?")[:100]
-            cpu_ops[name] = cpu_ops.get(name, 0.0) + dur
-    return {
-        "gpu_busy_ms": round(total / 1000, 3),
-        "gpu_span_ms": round((t_max - t_min) / 1000, 3) if t_min is not None else None,
-        "by_category_ms": {k: round(v / 1000, 3) for k, v in sorted(by_cat.items(), key=lambda kv: -kv[1])},
-        "top_kernels_ms": [[k, round(v / 1000, 3)] for k, v in sorted(by_name.items(), key=lambda kv: -kv[1])[:top]],
-        "top_annotations_ms": [[k, round(v / 1000, 3)] for k, v in sorted(cpu_ops.items(), key=lambda kv: -kv[1])[:15]],
-    }
-
-
 def profile_trace_after(base, steps, out_dir):
     """Profile the server's next `steps` forward steps (CPU and GPU) and summarise the trace."""
     os.makedirs(out_dir, exist_ok=True)
@@ -139,7 +99,7 @@ def profile_trace_after(base, steps, out_dir):
     prof, err = None, None
     for _ in range(10):
         try:
-            prof = summarize_trace(new[0])
+            prof = summarize_trace(new[0], steps=steps)
             break
         except (EOFError, ValueError, OSError) as exc:
             err = exc

@@ -1,0 +1,160 @@
+"""Summary of a torch-profiler trace of an SGLang server (its /start_profile output).
+
+    python -m adaptive_spec.bench.trace_summary TRACE.json[.gz] [--steps N]
+
+GPU side: busy time (kernels, copies, memsets) against the span they cover, by kernel name and
+by category. Host side, for the thread that launched the most GPU work (the scheduler's): its
+CUDA runtime calls by name (launches, graph launches, copies, and the synchronisations that stop
+the CPU from running ahead) and its Python functions by self time and by inclusive time. That
+is what tells two servers apart when they run the same kernels for the same GPU time but one
+spans twice as long (session 4: our off step against plain at one request on the MoE pair).
+Pure Python, no third-party imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import sys
+from typing import Dict, List, Optional
+
+CATEGORIES = [
+    ("attention", re.compile(r"attn|attention|fwd_kernel|decode_kernel|extend|flash", re.I)),
+    ("gemm", re.compile(r"gemm|matmul|cutlass|sm90|nvjet|cublas|xmma", re.I)),
+    ("moe", re.compile(r"moe|expert|topk_softmax|align_block", re.I)),
+    ("norm/rope/act", re.compile(r"norm|rope|rotary|silu|act_and_mul|activation", re.I)),
+    ("sampling/verify", re.compile(r"verify|tree|sampl|argmax|topk|softmax|bonus|accept", re.I)),
+    ("copy/elementwise", re.compile(r"copy|elementwise|fill|index|cat|memcpy|memset|reduce", re.I)),
+]
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+HOST_CATS = ("python_function", "cpu_op", "user_annotation")
+SYNC_CALLS = re.compile(r"Synchronize|cudaMemcpy$|cudaStreamWaitEvent", re.I)
+
+
+def load(path: str) -> dict:
+    with gzip.open(path, "rt") if path.endswith(".gz") else open(path) as fh:
+        return json.load(fh)
+
+
+def _gpu(events: List[dict], top: int) -> dict:
+    by_name: Dict[str, float] = {}
+    by_cat: Dict[str, float] = {}
+    total, t_min, t_max = 0.0, None, None
+    for ev in events:
+        if ev.get("cat") not in GPU_CATS:
+            continue
+        name, dur, ts = ev.get("name", "?")[:120], float(ev.get("dur", 0)), float(ev.get("ts", 0))
+        by_name[name] = by_name.get(name, 0.0) + dur
+        c = next((c for c, rx in CATEGORIES if rx.search(name)), "other")
+        by_cat[c] = by_cat.get(c, 0.0) + dur
+        total += dur
+        t_min = ts if t_min is None else min(t_min, ts)
+        t_max = ts + dur if t_max is None else max(t_max, ts + dur)
+    return {
+        "gpu_busy_ms": round(total / 1000, 3),
+        "gpu_span_ms": round((t_max - t_min) / 1000, 3) if t_min is not None else None,
+        "by_category_ms": _ms_sorted(by_cat),
+        "top_kernels_ms": _ms_sorted(by_name, top, as_list=True),
+    }
+
+
+def _ms_sorted(d: Dict[str, float], top: Optional[int] = None, as_list: bool = False):
+    items = sorted(d.items(), key=lambda kv: -kv[1])[:top]
+    if as_list:
+        return [[k, round(v / 1000, 3)] for k, v in items]
+    return {k: round(v / 1000, 3) for k, v in items}
+
+
+def self_times(events: List[dict]) -> Dict[str, List[float]]:
+    """name -> [self us, inclusive us, calls] over properly nested host events of one thread
+    (a child's time is taken out of its innermost enclosing event)."""
+    out: Dict[str, List[float]] = {}
+    stack: List[list] = []  # [end, name, time of its children, duration]
+    for ev in sorted(events, key=lambda e: (float(e.get("ts", 0)), -float(e.get("dur", 0)))):
+        ts, dur = float(ev.get("ts", 0)), float(ev.get("dur", 0))
+        while stack and stack[-1][0] <= ts:
+            _close(stack.pop(), out)
+        if stack:
+            stack[-1][2] += dur
+        stack.append([ts + dur, ev.get("name", "?")[:100], 0.0, dur])
+    while stack:
+        _close(stack.pop(), out)
+    return out
+
+
+def _close(frame: list, out: Dict[str, List[float]]) -> None:
+    _end, name, child, dur = frame
+    row = out.setdefault(name, [0.0, 0.0, 0])
+    row[0] += max(0.0, dur - child)
+    row[1] += dur
+    row[2] += 1
+
+
+def _host(events: List[dict], top: int) -> dict:
+    launches: Dict[tuple, int] = {}
+    for ev in events:
+        if ev.get("cat") == "cuda_runtime":
+            key = (ev.get("pid"), ev.get("tid"))
+            launches[key] = launches.get(key, 0) + 1
+    if not launches:
+        return {"host_thread": None}
+    main = max(launches, key=launches.get)
+    mine = [ev for ev in events if (ev.get("pid"), ev.get("tid")) == main and ev.get("ph") == "X"]
+    runtime: Dict[str, List[float]] = {}
+    for ev in mine:
+        if ev.get("cat") == "cuda_runtime":
+            r = runtime.setdefault(ev.get("name", "?"), [0, 0.0])
+            r[0] += 1
+            r[1] += float(ev.get("dur", 0))
+    host = [ev for ev in mine if ev.get("cat") in HOST_CATS]
+    st = self_times(host)
+    ts = [float(e.get("ts", 0)) for e in mine]
+    te = [float(e.get("ts", 0)) + float(e.get("dur", 0)) for e in mine]
+    syncs = {k: v for k, v in runtime.items() if SYNC_CALLS.search(k)}
+    return {
+        "host_thread": f"{main[0]}/{main[1]}",
+        "host_span_ms": round((max(te) - min(ts)) / 1000, 3) if mine else None,
+        "cuda_runtime_calls": {k: v[0] for k, v in sorted(runtime.items(), key=lambda kv: -kv[1][0])},
+        "sync_calls_ms": {k: round(v[1] / 1000, 3) for k, v in syncs.items()},
+        "top_self_ms": [[k, round(v[0] / 1000, 3), v[2]] for k, v in
+                        sorted(st.items(), key=lambda kv: -kv[1][0])[:top]],
+        "top_inclusive_ms": [[k, round(v[1] / 1000, 3), v[2]] for k, v in
+                             sorted(st.items(), key=lambda kv: -kv[1][1])[:top]],
+    }
+
+
+def summarize(trace: dict, top: int = 25, steps: Optional[int] = None) -> dict:
+    events = [ev for ev in trace.get("traceEvents", []) if ev.get("ph") == "X"]
+    out = _gpu(events, top)
+    out.update(_host(events, top))
+    if steps:
+        out["steps"] = steps
+        for k in ("gpu_busy_ms", "gpu_span_ms", "host_span_ms"):
+            if out.get(k) is not None:
+                out[k.replace("_ms", "_ms_per_step")] = round(out[k] / steps, 3)
+    return out
+
+
+def summarize_trace(path: str, top: int = 25, steps: Optional[int] = None) -> dict:
+    return summarize(load(path), top, steps)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m adaptive_spec.bench.trace_summary", description=__doc__.split("\n\n")[0])
+    p.add_argument("trace")
+    p.add_argument("--steps", type=int, default=None, help="forward steps the trace holds (per-step figures)")
+    p.add_argument("--top", type=int, default=25)
+    a = p.parse_args(argv)
+    try:
+        out = summarize_trace(a.trace, a.top, a.steps)
+    except (OSError, ValueError, EOFError) as exc:
+        print(f"trace-summary: cannot read {a.trace}: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
