@@ -181,6 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--metrics-out", default=None,
                    help="append each server's adaptive_spec*/sglang:spec* /metrics series "
                         "after every level to this text file (servers need --enable-metrics)")
+    g.add_argument("--profile-at", type=_ints, default=[], metavar="N,...",
+                   help="after measuring these closed levels, run each system's load again "
+                        "(unmeasured) with a torch profile inside; its summary goes into the "
+                        "row (GPU busy vs span, the scheduler thread's runtime calls and "
+                        "Python time); traces in --log-dir")
+    g.add_argument("--profile-steps", type=int, default=40, help="forward steps per profile")
     g.add_argument("--sample-interval-s", type=float, default=0.5)
     g.add_argument("--no-plot", action="store_true")
     g.add_argument("--quiet", action="store_true")
@@ -252,7 +258,8 @@ def _config_from(a: argparse.Namespace, argv: List[str]):
         warmup_tokens=a.warmup_tokens, deadline_s=a.deadline_s,
         log_dir=a.log_dir, python=a.python, sglang_launcher=a.sglang_launcher,
         ours_launcher=a.ours_launcher, vocab=a.vocab, sample_interval_s=a.sample_interval_s,
-        traces_out=a.traces_out, metrics_out=a.metrics_out, plot=not a.no_plot, quiet=a.quiet,
+        traces_out=a.traces_out, metrics_out=a.metrics_out, profile_at=a.profile_at,
+        profile_steps=a.profile_steps, plot=not a.no_plot, quiet=a.quiet,
         llama_only_registry=not a.keep_model_registry, model_desc=a.model_desc,
         draft_desc=a.draft_desc, command=f"{PROG} " + shlex.join(argv),
     )
@@ -272,6 +279,11 @@ def cmd_sweep(a, argv) -> int:
         raise BenchError("--max-requests must be >= 1")
     if cfg.warmup_tokens < 1:
         raise BenchError("--warmup-tokens must be >= 1")
+    if cfg.profile_steps < 1:
+        raise BenchError("--profile-steps must be >= 1")
+    if set(cfg.profile_at) - set(cfg.concurrency):
+        raise BenchError(f"--profile-at {sorted(set(cfg.profile_at) - set(cfg.concurrency))}: "
+                         "not among the --concurrency levels")
     sw = Sweep(cfg)
     old = signal.signal(signal.SIGTERM, _sigterm)
     try:

@@ -352,6 +352,18 @@ class Client:
         except ValueError:
             return code, None
 
+    async def post_json(self, path: str, obj: dict, timeout: float = 10.0):
+        """(status, body text); (None, None) when the server could not be reached."""
+        import aiohttp
+
+        try:
+            async with self.session.post(self.base + path, data=_dumps(obj),
+                                         headers={"Content-Type": "application/json"},
+                                         timeout=aiohttp.ClientTimeout(total=timeout)) as r:
+                return r.status, (await r.read()).decode(errors="replace")
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+            return None, None
+
     async def get_text(self, path: str, timeout: float = 5.0) -> Optional[str]:
         """The body as text when the server answers 200, else None."""
         # the session does not decompress (token streams), and prometheus_client gzips

@@ -101,6 +101,8 @@ class SweepConfig:
     sample_interval_s: float = 0.5
     traces_out: Optional[str] = None
     metrics_out: Optional[str] = None         # /metrics excerpt after every level
+    profile_at: List[int] = field(default_factory=list)  # closed levels to profile after measuring
+    profile_steps: int = 40
     plot: bool = True
     command: Optional[str] = None
     quiet: bool = False
@@ -623,7 +625,11 @@ class Sweep:
         kind, _ = level
         c = self.cfg
         if kind in ("closed", "open"):
-            return self.level_budget_s(level) + c.drain_s + 2.0
+            extra = 0.0
+            if kind == "closed" and int(level[1]) in c.profile_at:
+                from .level_profile import LOAD_S
+                extra = LOAD_S + c.drain_s + 30.0  # the profiled run and writing its trace
+            return self.level_budget_s(level) + c.drain_s + 2.0 + extra
         return c.duration_s + c.drain_s + 2.0
 
     def new_tokens_fn(self, level_key: str):
@@ -750,6 +756,8 @@ class Sweep:
             err = st.first_error(recs)
             if err:
                 row["first_error"] = err[:200]
+            if kind == "closed" and int(val) in c.profile_at:
+                row["profile"] = await self._profile(sp, int(val))
             self.rows.append(row)
         else:
             self._pattern_rows(name, recs, res, sched, samples)
@@ -983,6 +991,17 @@ class Sweep:
         msg = "; ".join(_row_text(r) for r in new)
         self.prog.step(f"{label}: {msg}")
 
+
+    async def _profile(self, sp: ServerProcess, n: int) -> dict:
+        """--profile-at: the level's load again, unmeasured, with a torch profile inside."""
+        from .level_profile import profile_under_load
+
+        safe = sp.name.replace(":", "_")  # as the server logs are named
+        out_dir = str((self.log_dir or Path("/tmp")) / f"profile-{safe}-c{n}")
+        async with self.client(sp) as cl:
+            return await profile_under_load(cl, self.prompt_fn(f"profile-{n}"), n,
+                                            self.cfg.profile_steps, out_dir,
+                                            self.new_tokens_fn(f"profile-{n}"), self.cfg.drain_s)
 
     async def _final_status(self, sp: ServerProcess) -> None:
         """Keep what an adaptive-spec server learned (cost table, acceptance, decisions)."""

@@ -21,7 +21,11 @@
 #      given room, and the profile summarised per host thread (adaptive_spec.bench.trace_summary:
 #      CUDA runtime calls and syncs, Python self time) to say where our off step's host time
 #      goes; GPU 1: a's dial-0.9 sweep again with the session-4 goodput changes.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s4.sh a|b|c|d|e
+#   f  prepared after the runs, NOT YET RUN: issue 3's forced-off gap at 64-256 under
+#      continuous arrivals, the sweep's own load: plain vs adaptive-spec:forced-off on each GPU
+#      (dense always-wrong pair on GPU 0, MoE always-wrong pair on GPU 1), 10-s levels, with
+#      `--profile-at 128` (an unmeasured profiled run per system after the level).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s4.sh a|b|c|d|e|f
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-560}
 FOUR=plain,eagle3,builtin-adaptive,adaptive-spec:goodput
@@ -140,7 +144,17 @@ e)  # prepared after the runs, NOT YET RUN (next session, ~9.5 min)
   wait
   pack_probe_logs
   pack_logs logs-e.tar.xz /tmp/logs-dial-0.9-rerun/*.log ;;
-*) echo "usage: call_s4.sh a|b|c|d|e"; exit 2 ;;
+f)  # prepared after the runs, NOT YET RUN
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/soak-8b random --preset 8b ) &
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16r random --preset qwen3-moe --layers 16 ) &
+  wait
+  OFF=(--time-budget-s 10 --time-budget-from 128:10 --concurrency 1,4,64,128,256
+       --profile-at 128 --profile-steps 40)
+  sweep 0 forced-off /tmp/soak-8b/target /tmp/soak-8b/draft-random plain,adaptive-spec:forced-off "${OFF[@]}" &
+  sweep 1 moe-forced-off /tmp/moe-16r/target /tmp/moe-16r/draft-random plain,adaptive-spec:forced-off "${OFF[@]}" &
+  wait
+  pack_logs logs-f.tar.xz /tmp/logs-forced-off/*.log /tmp/logs-moe-forced-off/*.log ;;
+*) echo "usage: call_s4.sh a|b|c|d|e|f"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 say "done $1"

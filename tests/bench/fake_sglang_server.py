@@ -3,8 +3,8 @@
 Speaks just enough of SGLang 0.5.16's native API: ``GET /health``, ``POST /generate``
 (``input_ids`` + ``sampling_params``; streamed ``data: {...}`` events with cumulative
 ``output_ids`` and ``meta_info``, then ``data: [DONE]``; or one JSON when not streamed),
-``GET /server_info``, ``GET /v1/loads`` and, with ``--fake-status``, ``GET
-/adaptive_spec/status`` and ``GET /metrics``.
+``GET /server_info``, ``GET /v1/loads``, ``POST /start_profile`` (writes a tiny trace) and,
+with ``--fake-status``, ``GET /adaptive_spec/status`` and ``GET /metrics``.
 
 Output: the last prompt token repeated (like the synthetic "repeat" target), or with
 ``--fake-lossy`` that token + 1 from the 3rd token on.  Speculative (``--speculative-algorithm``
@@ -105,6 +105,24 @@ class Fake:
         last = prompt[-1] if prompt else 7
         return [last + 1 if (self.a.fake_lossy and i >= 2) else last for i in range(n)]
 
+    async def start_profile(self, req):
+        """Like SGLang's: returns at once; the trace appears in output_dir a little later
+        (here a tiny torch-profiler-shaped JSON: one scheduler thread, one kernel)."""
+        body = await req.json()
+        out = body["output_dir"]
+
+        async def write_later():
+            await asyncio.sleep(0.3)
+            os.makedirs(out, exist_ok=True)
+            ev = [{"ph": "X", "cat": "python_function", "name": "run_batch", "ts": 0, "dur": 100, "pid": 1, "tid": 1},
+                  {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": 10, "dur": 5, "pid": 1, "tid": 1},
+                  {"ph": "X", "cat": "kernel", "name": "fake_kernel", "ts": 20, "dur": 40, "pid": 1, "tid": 9}]
+            with open(os.path.join(out, f"fake-{time.time():.0f}.trace.json"), "w") as fh:
+                json.dump({"traceEvents": ev}, fh)
+
+        asyncio.ensure_future(write_later())
+        return web.Response(text="Start profiling.")
+
     async def generate(self, req):
         if self.a.fake_http_error:
             return web.Response(status=self.a.fake_http_error, text="fake failure")
@@ -165,6 +183,7 @@ def make_app(a) -> web.Application:
     app.router.add_get("/adaptive_spec/status", f.status)
     app.router.add_get("/metrics", f.metrics)
     app.router.add_post("/generate", f.generate)
+    app.router.add_post("/start_profile", f.start_profile)
     return app
 
 

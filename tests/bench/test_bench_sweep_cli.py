@@ -132,6 +132,31 @@ def test_sweep_attach_open_loop_and_step_pattern(tmp_path, model_dirs):
         b.stop(5)
 
 
+def test_profile_at_puts_a_trace_summary_into_that_levels_rows(tmp_path, model_dirs, monkeypatch):
+    from adaptive_spec.bench import level_profile
+
+    monkeypatch.setattr(level_profile, "LOAD_S", 1.0)
+    t, _ = model_dirs
+    a = fake_attached("--model-path", str(t))
+    try:
+        out = tmp_path / "2026-11-29-prof.json"
+        rc = cli.main(["sweep", "--systems", "plain", "--attach", f"plain={a.url}",
+                       "--concurrency", "2,4", "--profile-at", "4", "--profile-steps", "5",
+                       "--new-tokens", "8", "--log-dir", str(tmp_path / "logs"),
+                       "--out", str(out), "--no-plot", "--no-warmup", *FAST])
+        assert rc == 0
+        res = json.loads(out.read_text())
+        assert schema.validate_obj(res) == []
+        rows = {r["concurrency"]: r for r in res["rows"]}
+        assert "profile" not in rows[2]
+        prof = rows[4]["profile"]
+        assert prof["gpu_busy_ms"] == 0.04 and prof["host_thread"] == "1/1", prof
+        assert prof["steps"] == 5 and (tmp_path / "logs" / "profile-plain-c4").is_dir()
+        assert rows[4]["output_tok_s"] > 0  # measured before, not during, the profiled run
+    finally:
+        a.stop(5)
+
+
 def _has_mpl():
     try:
         import matplotlib  # noqa: F401
@@ -205,6 +230,10 @@ def run_cli(cli_cmd, *args, timeout=60):
       "--system-steps", "eagle3=x"], "expected NAME=STEPS"),
     (["sweep", "--systems", "eagle3", "--target", "/tmp", "--draft", "/tmp",
       "--system-steps", "eagle3=40"], "steps must be in 1..16"),
+    (["sweep", "--systems", "plain", "--target", "/tmp", "--concurrency", "1,4",
+      "--profile-at", "8"], "not among the --concurrency levels"),
+    (["sweep", "--systems", "plain", "--target", "/tmp", "--profile-steps", "0"],
+     "--profile-steps must be >= 1"),
     (["plot", "/nonexistent/file.json"], "cannot read"),
     (["table", "/nonexistent/file.json"], "cannot read"),
     (["frobnicate"], "invalid choice"),
