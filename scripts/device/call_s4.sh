@@ -25,7 +25,11 @@
 #      continuous arrivals, the sweep's own load: plain vs adaptive-spec:forced-off on each GPU
 #      (dense always-wrong pair on GPU 0, MoE always-wrong pair on GPU 1), 10-s levels, with
 #      `--profile-at 128` (an unmeasured profiled run per system after the level).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s4.sh a|b|c|d|e|f
+#   g  prepared after the runs, NOT YET RUN: GPU 0: the TPOT SLO (issue 5) on the dense dial-0.7
+#      pair: plain, eagle3, goodput, goodput with --adaptive-spec-tpot-slo-ms 12 (plain's p50
+#      TPOT passes 12 ms between 64 and 128 requests); GPU 1: b's MoE dial-0.7 sweep again with
+#      the changed goodput rules.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s4.sh a|b|c|d|e|f|g
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-560}
 FOUR=plain,eagle3,builtin-adaptive,adaptive-spec:goodput
@@ -154,7 +158,17 @@ f)  # prepared after the runs, NOT YET RUN
   sweep 1 moe-forced-off /tmp/moe-16r/target /tmp/moe-16r/draft-random plain,adaptive-spec:forced-off "${OFF[@]}" &
   wait
   pack_logs logs-f.tar.xz /tmp/logs-forced-off/*.log /tmp/logs-moe-forced-off/*.log ;;
-*) echo "usage: call_s4.sh a|b|c|d|e|f"; exit 2 ;;
+g)  # prepared after the runs, NOT YET RUN
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/dial-8b dial:0.7 --preset 8b ) &
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16 dial:0.7 --preset qwen3-moe --layers 16 ) &
+  wait
+  sweep 0 slo-dial-0.7 /tmp/dial-8b/target /tmp/dial-8b/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput,adaptive-spec:goodput-slo12 \
+    --system-args "adaptive-spec:goodput-slo12=--adaptive-spec-policy goodput --adaptive-spec-tpot-slo-ms 12" &
+  sweep 1 moe-dial-0.7-rerun /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 "$FOUR" &
+  wait
+  pack_logs logs-g.tar.xz /tmp/logs-slo-dial-0.7/*.log /tmp/logs-moe-dial-0.7-rerun/*.log ;;
+*) echo "usage: call_s4.sh a|b|c|d|e|f|g"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 say "done $1"
