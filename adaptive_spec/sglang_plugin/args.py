@@ -65,7 +65,8 @@ _CHOICE_FLAGS = {
     "off_path": (
         OFF_PATHS,
         "How a step runs with drafting off: decode (default: the target's own decode CUDA graph, no draft "
-        "work) or sglang (SGLang's built-in 0-step state, for comparison).",
+        "work), sglang (SGLang's built-in 0-step state, for comparison) or decode-lean (decode, and "
+        "SGLang's planning of the unused verify graph skipped; experimental).",
     ),
 }
 

@@ -19,6 +19,12 @@ catch-up    the first step after off steps whose decision is "draft": one step o
             rewritten (see README: limits).
 on step     SGLang's step with k draft steps, untouched.
 
+`--adaptive-spec-off-path decode-lean` (experimental, not yet run on a GPU): an off step also
+hides the spec state's verify graph runner from SGLang's verify preparation, which then skips
+planning a graph the step never replays (the decode graph plans its own). The MoE probe of
+session 4 showed our off step running plain's GPU work in twice plain's host time at one
+request; this removes one of the host costs that plain does not pay.
+
 Mixed batches need nothing special: every request in the batch gets the same treatment,
 requests admitted while off were prefilled with draft-extend as usual.
 """
@@ -34,7 +40,22 @@ from .state import get_controller
 logger = logging.getLogger("adaptive_spec")
 
 SKIP_ENV = "SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND"
+DECODE_PATHS = ("decode", "decode-lean")  # off paths that run the target's decode graph
 _decode_forward_active = False  # set for the duration of one off step's target forward
+_decode_forward_graph = None  # whether that forward replayed a CUDA graph (decode-lean)
+
+
+class _NoVerifyGraph:
+    """Stands in for the verify graph runner during a decode-lean off step: SGLang's
+    `eagle_prepare_for_verify` asks it, gets "no graph", and plans nothing."""
+
+    bs = None
+
+    def can_run_graph(self, forward_batch):
+        return False
+
+
+_NO_VERIFY_GRAPH = _NoVerifyGraph()
 
 
 class DecodePath:
@@ -76,7 +97,7 @@ class DecodePath:
 def after_init_cuda_graphs(ret, worker, *args, **kwargs):
     """AFTER hook on EAGLEWorkerV2.init_cuda_graphs: build the decode path once."""
     ctl = get_controller()
-    if ctl is None or ctl.cfg.off_path != "decode" or getattr(worker, "adaptive_controller", None) is None:
+    if ctl is None or ctl.cfg.off_path not in DECODE_PATHS or getattr(worker, "adaptive_controller", None) is None:
         return None
     try:
         worker._as_decode_path = DecodePath(worker)
@@ -97,7 +118,7 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
     ctl = get_controller()
     if ctl is not None and batch.forward_mode.is_extend():
         ctl.on_extend()  # the next decode results' wall times include this prefill
-    if path is None or ctl is None or ctl.cfg.off_path != "decode" or batch.forward_mode.is_extend() or batch.is_extend_in_batch or batch.forward_mode.is_idle():
+    if path is None or ctl is None or ctl.cfg.off_path not in DECODE_PATHS or batch.forward_mode.is_extend() or batch.is_extend_in_batch or batch.forward_mode.is_idle():
         return orig(worker, batch, *args, **kwargs)
     try:
         steps = ctl.decide(batch.seq_lens.shape[0]).steps
@@ -108,23 +129,34 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
         ctl.fail(f"off-path decision: {exc!r}")
         return orig(worker, batch, *args, **kwargs)
 
-    global _decode_forward_active
+    global _decode_forward_active, _decode_forward_graph
     worker.activate_step_by_batch = _already_decided  # SGLang's own call inside orig: no-op
     env_before = os.environ.get(SKIP_ENV)
+    lean = mode == "off" and ctl.cfg.off_path == "decode-lean"
+    mr = worker._target_worker.model_runner if lean else None
+    verify_graph = mr.decode_cuda_graph_runner if lean else None
     try:
         if mode == "off":
             os.environ[SKIP_ENV] = "1"
             _decode_forward_active = True
+            _decode_forward_graph = None
         else:
             os.environ.pop(SKIP_ENV, None)
+        if lean:
+            mr.decode_cuda_graph_runner = _NO_VERIFY_GRAPH
         result = orig(worker, batch, *args, **kwargs)
     finally:
         _decode_forward_active = False
+        if lean:
+            mr.decode_cuda_graph_runner = verify_graph
         del worker.activate_step_by_batch
         if env_before is None:
             os.environ.pop(SKIP_ENV, None)
         else:
             os.environ[SKIP_ENV] = env_before
+    if lean and _decode_forward_graph is not None:
+        # SGLang reports the (skipped) verify plan; the step did replay the decode graph
+        result.can_run_cuda_graph = _decode_forward_graph
     worker._as_draft_stale = mode == "off"
     result.adaptive_spec_mode = mode  # read back when this result is processed (one step later)
     return result
@@ -160,8 +192,11 @@ def around_target_forward(orig, tp_worker, batch=None, forward_batch=None, *args
     if forward_batch.seq_lens_sum is not None:
         forward_batch.seq_lens_sum = forward_batch.seq_lens_sum + bs
     forward_batch.forward_metadata_ready = False  # planned for the verify graph; re-plan
+    global _decode_forward_graph
     with path.installed():
-        return orig(tp_worker, batch, forward_batch, *args, **kwargs)
+        out = orig(tp_worker, batch, forward_batch, *args, **kwargs)
+    _decode_forward_graph = getattr(out, "can_run_cuda_graph", None)
+    return out
 
 
 _spec_workers = []

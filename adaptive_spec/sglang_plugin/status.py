@@ -13,7 +13,7 @@ import logging
 
 from fastapi import Request  # resolved from module globals by FastAPI (annotations are strings)
 
-from ..config import AdaptiveSpecConfig, ConfigError
+from ..config import OFF_PATHS, AdaptiveSpecConfig, ConfigError
 from .state import get_controller
 
 logger = logging.getLogger("adaptive_spec")
@@ -64,7 +64,7 @@ def encode_changes(new: AdaptiveSpecConfig, keys) -> dict:
         elif key == "fallback":
             value = 1 if value == "plain" else 0
         elif key == "off_path":
-            value = 1 if value == "sglang" else 0
+            value = OFF_PATHS.index(value)
         elif key == "policy":
             value = 1 if value == "goodput" else 0
         elif key == "log_decisions":
@@ -84,7 +84,7 @@ def decode_changes(numbers: dict) -> dict:
         elif key == "fallback":
             value = "plain" if value else "static"
         elif key == "off_path":
-            value = "sglang" if value else "decode"
+            value = OFF_PATHS[int(value)]
         elif key == "policy":
             value = "goodput" if value else "threshold"
         elif key == "log_decisions":

@@ -22,9 +22,10 @@
 #      CUDA runtime calls and syncs, Python self time) to say where our off step's host time
 #      goes; GPU 1: a's dial-0.9 sweep again with the session-4 goodput changes.
 #   f  prepared after the runs, NOT YET RUN: issue 3's forced-off gap at 64-256 under
-#      continuous arrivals, the sweep's own load: plain vs adaptive-spec:forced-off on each GPU
-#      (dense always-wrong pair on GPU 0, MoE always-wrong pair on GPU 1), 10-s levels, with
-#      `--profile-at 128` (an unmeasured profiled run per system after the level).
+#      continuous arrivals, the sweep's own load: plain vs adaptive-spec:forced-off vs the same
+#      with `--adaptive-spec-off-path decode-lean` on each GPU (dense always-wrong pair on GPU 0,
+#      MoE always-wrong pair on GPU 1), 10-s levels, with `--profile-at 128` (an unmeasured
+#      profiled run per system after the level).
 #   g  prepared after the runs, NOT YET RUN: GPU 0: the TPOT SLO (issue 5) on the dense dial-0.7
 #      pair: plain, eagle3, goodput, goodput with --adaptive-spec-tpot-slo-ms 12 (plain's p50
 #      TPOT passes 12 ms between 64 and 128 requests); GPU 1: b's MoE dial-0.7 sweep again with
@@ -153,9 +154,11 @@ f)  # prepared after the runs, NOT YET RUN
   ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16r random --preset qwen3-moe --layers 16 ) &
   wait
   OFF=(--time-budget-s 10 --time-budget-from 128:10 --concurrency 1,4,64,128,256
-       --profile-at 128 --profile-steps 40)
-  sweep 0 forced-off /tmp/soak-8b/target /tmp/soak-8b/draft-random plain,adaptive-spec:forced-off "${OFF[@]}" &
-  sweep 1 moe-forced-off /tmp/moe-16r/target /tmp/moe-16r/draft-random plain,adaptive-spec:forced-off "${OFF[@]}" &
+       --profile-at 128 --profile-steps 40
+       --system-args "adaptive-spec:forced-off-lean=--adaptive-spec-force off --adaptive-spec-off-path decode-lean")
+  OFF_SYSTEMS=plain,adaptive-spec:forced-off,adaptive-spec:forced-off-lean
+  sweep 0 forced-off /tmp/soak-8b/target /tmp/soak-8b/draft-random $OFF_SYSTEMS "${OFF[@]}" &
+  sweep 1 moe-forced-off /tmp/moe-16r/target /tmp/moe-16r/draft-random $OFF_SYSTEMS "${OFF[@]}" &
   wait
   pack_logs logs-f.tar.xz /tmp/logs-forced-off/*.log /tmp/logs-moe-forced-off/*.log ;;
 g)  # prepared after the runs, NOT YET RUN

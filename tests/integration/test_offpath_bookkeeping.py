@@ -5,6 +5,7 @@ import contextlib
 import os
 import types
 
+import pytest
 import torch
 
 from adaptive_spec.config import ENV_VAR, AdaptiveSpecConfig
@@ -159,3 +160,37 @@ def test_other_target_forwards_are_untouched(monkeypatch):
         monkeypatch.setattr(hooks_offpath, "_decode_forward_active", active)
         hooks_offpath.around_target_forward(fwd, worker._target_worker, batch=None, forward_batch=fb, is_verify=True)
     assert modes == [ForwardMode.TARGET_VERIFY, ForwardMode.TARGET_VERIFY]
+
+
+@pytest.mark.parametrize("off_path", ["decode-lean", "decode"])
+def test_decode_lean_off_steps_skip_the_verify_graph_plan(monkeypatch, off_path):
+    """decode-lean: during an off step SGLang's verify preparation finds no verify graph (so
+    it plans none), the target forward still runs through the decode path, the result reports
+    the graph that forward used, and the spec state's runner is back after the step. Catch-up
+    and on steps, and off steps of plain `decode`, see the real runner."""
+    verify_graph = types.SimpleNamespace(can_run_graph=lambda fb: True, bs=8)
+    seen = []
+
+    def sglang_step(w, batch, *a, **kw):
+        mr = w._target_worker.model_runner
+        entry = {"verify_graph_seen": mr.decode_cuda_graph_runner.can_run_graph(None)}
+        out = hooks_offpath.around_target_forward(
+            lambda tp, b, fb, *a2, **k2: types.SimpleNamespace(can_run_cuda_graph=True),
+            w._target_worker, batch=None, forward_batch=verify_forward_batch(4), is_verify=True)
+        entry["decode_graph_used"] = out.can_run_cuda_graph
+        seen.append(entry)
+        return types.SimpleNamespace(can_run_cuda_graph=entry["verify_graph_seen"])
+
+    worker = install(monkeypatch, AdaptiveSpecConfig(force="flap:1", off_path=off_path))
+    worker._target_worker.model_runner = types.SimpleNamespace(decode_cuda_graph_runner=verify_graph)
+    results = [hooks_offpath.around_forward_batch_generation(sglang_step, worker, decode_batch(4))
+               for _ in range(4)]
+    by_mode = {}
+    for r, e in zip(results, seen):
+        by_mode.setdefault(r.adaptive_spec_mode, []).append((e["verify_graph_seen"], r.can_run_cuda_graph))
+    assert set(by_mode) >= {"off", "catchup"}, by_mode
+    lean = off_path == "decode-lean"
+    # off: the body finds no verify graph (lean) and the result says the decode graph ran
+    assert all(v == (not lean) and ran is True for v, ran in by_mode["off"]), by_mode
+    assert all(v is True for v, _ in by_mode["catchup"] + by_mode.get("on", []))
+    assert worker._target_worker.model_runner.decode_cuda_graph_runner is verify_graph

@@ -63,6 +63,13 @@ def test_runtime_change_applies_and_bad_value_is_rejected(client):
     assert client.post("/adaptive_spec/config", content=b"{nope").status_code == 400
 
 
+@pytest.mark.parametrize("off_path", ["sglang", "decode-lean", "decode"])
+def test_off_path_changes_travel_to_the_scheduler_intact(client, off_path):
+    ok = client.post("/adaptive_spec/config", json={"off_path": off_path})
+    assert ok.status_code == 200, ok.json()
+    assert state.get_controller().cfg.off_path == off_path
+
+
 def test_sglang_keys_still_reach_sglang():
     from sglang.srt.managers.io_struct import SetInternalStateReq
 
