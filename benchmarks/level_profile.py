@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from typing import Callable, Optional
 
 from . import loadgen as lg
-from .trace_summary import summarize_trace
+from .trace_summary import wait_and_summarize
 
 LOAD_S = 8.0
 TRACE_WAIT_S = 120.0  # writing a CPU+GPU trace of a busy server takes a while
@@ -38,30 +37,4 @@ async def profile_under_load(cl: lg.Client, prompt_fn: Callable, n: int, steps: 
     await load
     if code != 200:
         return {"error": f"/start_profile answered {code}"}
-    path = await wait_for_trace(out_dir, before, TRACE_WAIT_S)
-    if path is None:
-        return {"error": f"no trace in {out_dir} after {TRACE_WAIT_S:.0f} s"}
-    err = None
-    for _ in range(10):  # a gzip still being written reads as truncated
-        try:
-            out = summarize_trace(path, steps=steps)
-            out["trace"] = path
-            return out
-        except (EOFError, ValueError, OSError) as exc:
-            err = exc
-            await asyncio.sleep(2.0)
-    return {"error": f"unreadable trace {path}: {err!r}"[:300]}
-
-
-async def wait_for_trace(out_dir: str, before: set, limit_s: float) -> Optional[str]:
-    """The first new file in out_dir once its size has held still for 3 s (bounded)."""
-    t0, sizes, still = time.time(), None, 0
-    while time.time() - t0 < limit_s:
-        new = sorted(f for f in os.listdir(out_dir) if f not in before)
-        now = [os.path.getsize(os.path.join(out_dir, f)) for f in new]
-        still = still + 1 if new and now == sizes and all(now) else 0
-        sizes = now
-        if still >= 3:
-            return os.path.join(out_dir, new[0])
-        await asyncio.sleep(1.0)
-    return None
+    return await asyncio.to_thread(wait_and_summarize, out_dir, before, steps, TRACE_WAIT_S)

@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import re
 import sys
+import time
 from typing import Dict, List, Optional
 
 CATEGORIES = [
@@ -139,6 +141,32 @@ def summarize(trace: dict, top: int = 25, steps: Optional[int] = None) -> dict:
 
 def summarize_trace(path: str, top: int = 25, steps: Optional[int] = None) -> dict:
     return summarize(load(path), top, steps)
+
+
+def wait_and_summarize(out_dir: str, before: set, steps: int, limit_s: float = 120.0) -> dict:
+    """The summary of the first trace the server writes into out_dir after `before` (the names
+    there when the profile was asked for), or {"error": ...}. The server writes and gzips the
+    trace after the last step: wait (bounded) until its size has held still for 3 s, and read
+    again while it still reads as truncated (session 4 read one too early)."""
+    t0, sizes, still, new = time.time(), None, 0, []
+    while time.time() - t0 < limit_s and still < 3:
+        time.sleep(1.0)
+        new = sorted(f for f in os.listdir(out_dir) if f not in before)
+        now = [os.path.getsize(os.path.join(out_dir, f)) for f in new]
+        still = still + 1 if new and now == sizes and all(now) else 0
+        sizes = now
+    if still < 3:
+        return {"error": f"no complete trace in {out_dir} after {limit_s:.0f} s"}
+    path, err = os.path.join(out_dir, new[0]), None
+    for _ in range(10):
+        try:
+            out = summarize_trace(path, steps=steps)
+            out["trace"] = path
+            return out
+        except (EOFError, ValueError, OSError) as exc:
+            err = exc
+            time.sleep(2.0)
+    return {"error": f"unreadable trace {path}: {err!r}"[:300]}
 
 
 def main(argv=None) -> int:

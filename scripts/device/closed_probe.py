@@ -9,7 +9,6 @@ Loopback only, every loop bounded. Appends one JSON record to --out.
 """
 
 import argparse
-import glob
 import hashlib
 import json
 import os
@@ -20,7 +19,7 @@ import time
 
 import requests
 
-from adaptive_spec.bench.trace_summary import summarize_trace
+from adaptive_spec.bench.trace_summary import wait_and_summarize
 
 S = requests.Session()
 S.trust_env = False
@@ -81,33 +80,12 @@ def summarize_outputs(outs, dt):
 def profile_trace_after(base, steps, out_dir):
     """Profile the server's next `steps` forward steps (CPU and GPU) and summarise the trace."""
     os.makedirs(out_dir, exist_ok=True)
-    before = set(glob.glob(os.path.join(out_dir, "*")))
+    before = set(os.listdir(out_dir))
     S.post(base + "/start_profile", json={"output_dir": out_dir, "num_steps": steps, "activities": ["CPU", "GPU"]}, timeout=120)
-    # the server writes (and gzips) the trace after the last step: wait for its size to hold
-    # still for 3 s, and read again while it is still incomplete (session 4 read too early)
-    sizes, stable = None, 0
-    for _ in range(120):
-        new = sorted(p for p in glob.glob(os.path.join(out_dir, "*")) if p not in before)
-        now = [os.path.getsize(p) for p in new]
-        stable = stable + 1 if new and now == sizes and all(now) else 0
-        sizes = now
-        if stable >= 3:
-            break
-        time.sleep(1)
-    if not sizes:
-        return {"profile_error": "no trace written"}
-    prof, err = None, None
-    for _ in range(10):
-        try:
-            prof = summarize_trace(new[0], steps=steps)
-            break
-        except (EOFError, ValueError, OSError) as exc:
-            err = exc
-            time.sleep(3)
-    if prof is None:
-        return {"profile_error": repr(err)}
-    prof["steps"] = steps
-    prof["trace_file"] = os.path.basename(new[0])
+    prof = wait_and_summarize(out_dir, before, steps)
+    if "error" in prof:
+        return {"profile_error": prof["error"]}
+    prof["trace_file"] = os.path.basename(prof.pop("trace"))
     return {"profile": prof}
 
 
@@ -126,11 +104,17 @@ def profile_during_batch(base, prompts, new_tokens, steps, out_dir, delay_s=3.0)
     return result
 
 
-def main():
+def probe_parser() -> argparse.ArgumentParser:
+    """The arguments every probe of one local server takes: its record name, port and pid."""
     p = argparse.ArgumentParser()
     p.add_argument("--name", required=True)
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--pid", type=int, required=True)
+    return p
+
+
+def main():
+    p = probe_parser()
     p.add_argument("--wait", type=float, default=300)
     p.add_argument("--vocab", type=int, default=128256)
     p.add_argument("--batches", type=int, nargs="+", default=[1, 16, 64, 128, 256])

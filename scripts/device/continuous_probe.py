@@ -11,7 +11,6 @@ and the top CPU annotations: what the off path pays under arrivals that a closed
 not show. Loopback only, every loop bounded. Appends one JSON record to --out.
 """
 
-import argparse
 import json
 import os
 import random
@@ -20,7 +19,7 @@ import time
 
 import requests
 
-from closed_probe import profile_trace_after, wait_ready
+from closed_probe import probe_parser, profile_trace_after, wait_ready
 
 
 _local = threading.local()
@@ -69,10 +68,7 @@ def run_load(base, n, vocab, load_s, warm_s, counts, stop, window_end_s):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--name", required=True)
-    p.add_argument("--port", type=int, required=True)
-    p.add_argument("--pid", type=int, required=True)
+    p = probe_parser()
     p.add_argument("--n", type=int, default=128)
     p.add_argument("--vocab", type=int, default=128256)
     p.add_argument("--load-s", type=float, default=30.0)
