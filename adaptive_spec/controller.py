@@ -122,6 +122,7 @@ class Controller:
         self.fault = injected_fault(os.environ.get(FAULT_ENV))
         self.results_seen = 0
         self._unsampled = 0  # decode results whose wall time includes a prefill (see on_extend)
+        self._prefill_results_reported = False
         self.listeners = []  # callables(decision, snapshot): metrics
         self.result_listeners = []  # callables(steps, step_seconds or None): metrics
 
@@ -130,13 +131,25 @@ class Controller:
         self.snapshot = snap
 
     def on_extend(self) -> None:
-        """A prefill (extend) batch was launched. With the overlap scheduler its GPU time lands
-        in the wall time of one of the next two decode results, so neither is a sample of a
-        decode step's cost. Left in, prefills bias exactly the rarely sampled cells (probes
-        of a new batch size run while its requests are being prefilled: 2026-11-29 GPU runs
-        learned k=1 at 10x its cost). A prefill costs every k the same per output token (one
-        per request), so leaving it out does not tilt the choice of k."""
-        self._unsampled = 2
+        """A prefill (extend) batch was launched. Its GPU time lands in the wall time of the
+        next decode result, which is then not a sample of a decode step's cost (left in,
+        prefills biased exactly the rarely sampled cells: probes of a new batch size run
+        while its requests are prefilled; 2026-11-29 GPU runs learned k=1 at 10x its cost).
+        Once the server reports prefill results (`on_prefill_result`) nothing needs to be
+        dropped: the timer restarts there instead."""
+        if not self._prefill_results_reported:
+            self._unsampled = 2
+
+    def on_prefill_result(self) -> None:
+        """A prefill's result was processed: the next decode result's wall time is measured
+        from here, so it is that decode step's own cost. Dropping the decode results around
+        each prefill instead starved the busy batches of samples (GPU, session 5: at 128-256
+        requests a prefill every 1-3 decode steps, so almost every sample of a drafting cell
+        was dropped, its probes never filled it, and the server kept probing it every 16
+        steps, 0.64x of EAGLE-3 at 128 requests on dial 0.9)."""
+        self._prefill_results_reported = True
+        self._unsampled = 0
+        self.timer.restart()
 
     def on_result(self, steps: int, correct_drafts_per_req: Sequence[int], mode: Optional[str] = None) -> None:
         """A decode result reached the CPU; `steps` is what that batch ran with, `mode` how

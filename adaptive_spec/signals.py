@@ -117,6 +117,11 @@ class StepTimer:
             self.recent.append((steps, dt))
         return dt
 
+    def restart(self, now: Optional[float] = None) -> None:
+        """The next interval starts now: another batch's result (a prefill's) was just
+        processed, so the next decode result's wall time is that decode step's alone."""
+        self.last_at = time.monotonic() if now is None else now
+
     def mean_ms(self) -> Optional[float]:
         if not self.recent:
             return None

@@ -23,7 +23,9 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
   drafting sample above (2k+2) x 1.5 times the bucket's plain step is dropped, and every
   `refresh_interval` decisions k=0 or a neighbour of the chosen k gets a short probe.
 - Prefills: a decode result right after a prefill carries the prefill's time (the controller
-  is told, `Controller.on_extend`, and the next two results are not samples). Probes of a new
+  is told, and the step time restarts at the prefill's result, `Controller.on_prefill_result`;
+  session 5 saw that dropping the two decode results around each prefill starved the busy
+  batches, where a prefill comes every 1-3 steps, of samples). Probes of a new
   batch size run exactly while its requests are prefilled, so left in, those few samples made
   k=1 look 10x slower than it is (sweeps of session 3: off at 32-64 requests where drafting
   wins 1.5x). Left out, nothing is tilted: a prefill costs every k the same per output token
@@ -41,6 +43,9 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
   its prefills), and a cell that looks hopeless is never probed again. So a sync keeps only
   the samples near its lower quartile, a sparse cell may be `optimism(samples)` times too
   slow, and a neighbour of the chosen k is refreshed until it has `trusted_samples`.
+- A cell whose samples keep being dropped never fills; probed every 16 steps regardless, it
+  cost 0.64x of EAGLE-3 at 128 requests (GPU, session 5). After a few probes of one cell the
+  gap to the next one doubles each time.
 - Deep draft positions are seen only in probes: each position's acceptance is shrunk towards
   the one before it (`PRIOR_TRIES` pseudo-tries), so two unlucky probe rounds cannot rule the
   long chains out.
@@ -203,12 +208,15 @@ class GoodputPolicy:
         self.refresh_interval = 1024  # re-measure a non-chosen k of a filled bucket (~0.5%)
         self.probe_len = 3  # from k=0 the first step only catches the draft up
         self.probe_optimism = 1.4  # probe k only if goodput[k] * this >= the best (well sampled)
+        self.free_probes = 4  # probes of a cell at the explore interval; then the gap doubles
+        self.max_backoff = 64  # ... up to explore_interval x this decisions
         self.switch_margin = 0.03
         self._decisions = 0
         self._current: Optional[int] = None
         self._last_goodput: list = []
         self._probe_k: Optional[int] = None
         self._probe_left = 0
+        self._probes: dict = {}  # (bucket, k) -> (probes started, decision of the last one)
         # per bucket: (step times for k = 0..max, the k that may be chosen); the table only
         # changes at a sync, so this is rebuilt once per sync, not per decision
         self._bucket_cache: dict = {}
@@ -323,7 +331,8 @@ class GoodputPolicy:
             return k == 0 or self.optimistic_goodput(bucket, k, expected) >= best
 
         under = [k for k in range(self.max_steps + 1)
-                 if self.table.samples(bucket, k) < self.min_samples and could_win(k)]
+                 if self.table.samples(bucket, k) < self.min_samples and could_win(k)
+                 and self._probe_due(bucket, k)]
         if under:
             # k=0 first: every estimate at this bucket scales from it, and an off step is
             # the cheapest probe
@@ -345,7 +354,21 @@ class GoodputPolicy:
             return None
         self._probe_k = k
         self._probe_left = self.probe_len - 1
+        started, _ = self._probes.get((bucket, k), (0, 0))
+        self._probes[(bucket, k)] = (started + 1, self._decisions)
         return k
+
+    def _probe_due(self, bucket: int, k: int) -> bool:
+        """Whether an under-sampled cell may be probed now. After `free_probes` probes the gap
+        to the next doubles (up to `max_backoff` explore intervals): a cell whose samples keep
+        being dropped (stalls, prefills) must not be probed every `explore_interval` steps for
+        ever. GPU, session 5: at 128 requests a k=2 cell that never filled was probed ~2x a
+        second, each probe a catch-up of every request's draft plus two drafting steps."""
+        started, last = self._probes.get((bucket, k), (0, 0))
+        if started < self.free_probes:
+            return True
+        gap = self.explore_interval * min(self.max_backoff, 2 ** (started - self.free_probes + 1))
+        return self._decisions - last >= gap
 
     def describe(self) -> dict:
         return {"step_ms": self.table.snapshot(), "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in enumerate(self._last_goodput)}}

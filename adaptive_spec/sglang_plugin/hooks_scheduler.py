@@ -52,6 +52,18 @@ def after_get_next_batch_to_run(result, sched, *args, **kwargs):
     return None
 
 
+def after_process_batch_result_prefill(ret, processor, *args, **kwargs):
+    """AFTER hook on SchedulerBatchResultProcessor.process_batch_result_prefill: the next
+    decode result's step time starts here (see Controller.on_prefill_result)."""
+    ctl = get_controller()
+    if ctl is not None:
+        try:
+            ctl.on_prefill_result()
+        except Exception as exc:
+            ctl.fail(f"prefill result hook: {exc!r}")
+    return None
+
+
 def after_resolve_spec_v2_tokens(ret, processor, result, batch, *args, **kwargs):
     """AFTER hook on SchedulerBatchResultProcessor._resolve_spec_v2_tokens.
 

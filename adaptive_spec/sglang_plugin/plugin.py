@@ -22,6 +22,7 @@ HOOKS = (
     (f"{EAGLE_WORKER}.__init__", "hooks_worker.after_eagle_worker_init", "AFTER"),
     (f"{SCHEDULER}.get_next_batch_to_run", "hooks_scheduler.after_get_next_batch_to_run", "AFTER"),
     (f"{RESULT_PROCESSOR}._resolve_spec_v2_tokens", "hooks_scheduler.after_resolve_spec_v2_tokens", "AFTER"),
+    (f"{RESULT_PROCESSOR}.process_batch_result_prefill", "hooks_scheduler.after_process_batch_result_prefill", "AFTER"),
     (f"{EAGLE_WORKER}.init_cuda_graphs", "hooks_offpath.after_init_cuda_graphs", "AFTER"),
     (f"{EAGLE_WORKER}.forward_batch_generation", "hooks_offpath.around_forward_batch_generation", "AROUND"),
     (f"{TP_WORKER}.forward_batch_generation", "hooks_offpath.around_target_forward", "AROUND"),

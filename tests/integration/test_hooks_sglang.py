@@ -9,6 +9,7 @@ from adaptive_spec.config import ENV_VAR, AdaptiveSpecConfig
 from adaptive_spec.sglang_plugin import state
 from adaptive_spec.sglang_plugin.hooks_scheduler import (
     after_get_next_batch_to_run,
+    after_process_batch_result_prefill,
     after_resolve_spec_v2_tokens,
     snapshot_from_scheduler,
 )
@@ -126,6 +127,24 @@ def test_scheduler_and_result_hooks_feed_the_controller(monkeypatch):
     EAGLEWorkerV2.activate_step_by_batch(worker, 2)
     EAGLEWorkerV2.activate_step_by_batch(worker, 2)
     assert ctl.last.reason == "acceptance" and worker.speculative_num_steps == 0
+
+
+def test_a_prefill_result_restarts_the_decode_step_time(monkeypatch):
+    from sglang.srt.managers.schedule_batch import ScheduleBatch
+    from sglang.srt.managers.utils import GenerationBatchResult
+
+    install(monkeypatch, AdaptiveSpecConfig(policy="goodput"))
+    ctl = state.get_controller()
+    seen = []
+    ctl.policy.observe_step_time = lambda bs, k, s: seen.append(s)
+    batch = ScheduleBatch(reqs=[make_req("a", 4), make_req("b", 4)])
+    result = GenerationBatchResult(speculative_num_draft_tokens=1, num_correct_drafts_per_req_cpu=[0, 0])
+    after_resolve_spec_v2_tokens([], None, result, batch)
+    ctl.on_extend()  # a prefill launched
+    after_process_batch_result_prefill(None, None, batch, result)  # ... and its result processed
+    marked = ctl.timer.last_at
+    after_resolve_spec_v2_tokens([], None, result, batch)
+    assert len(seen) == 1 and 0 <= seen[0] <= ctl.timer.last_at - marked + 1e-9  # timed from the prefill
 
 
 def test_hook_errors_fall_back_without_raising(monkeypatch):

@@ -2,9 +2,11 @@
 
 import random
 import threading
+from types import SimpleNamespace
 
 import pytest
 
+from adaptive_spec import signals
 from adaptive_spec.config import AdaptiveSpecConfig
 from adaptive_spec.controller import Controller
 from adaptive_spec.policy.goodput import GoodputPolicy, StepTimeTable, bucket_of
@@ -401,3 +403,89 @@ def test_a_stalled_cell_elsewhere_does_not_stop_probing_here():
     chosen = simulate(ctl, 1, 0.9, 1500, random.Random(13))
     assert true_best_k(1, 0.9) == 3
     assert chosen[-300:].count(3) >= 290, {k: chosen[-300:].count(k) for k in set(chosen[-300:])}
+
+
+def simulate_busy(ctl, bs, p, steps, rng, prefill_every, prefill_s, report_prefill_results, monkeypatch):
+    """A busy server on a real clock: requests finish and are replaced so often that a prefill
+    runs before every `prefill_every`-th decode step (GPU, 128-256 requests: every 1-3 steps).
+    The GPU runs batches back to back; each result is processed when its batch finishes, in
+    launch order (overlap scheduler: the decode launched before the prefill, the prefill, the
+    decode after it). Times reach the policy only through the controller's own StepTimer."""
+    clock = [0.0]
+    monkeypatch.setattr(signals, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    gpu_free, pending, chosen = 0.0, None, []
+    for i in range(steps):
+        prefill_done = None
+        if i % prefill_every == 0:
+            ctl.on_extend()
+            gpu_free += prefill_s
+            prefill_done = gpu_free
+        ctl.on_snapshot(LoadSnapshot(running=bs))
+        k = ctl.decide(bs).steps
+        mode = "off" if k == 0 else ("catchup" if chosen[-1:] == [0] else "on")
+        chosen.append(k)
+        gpu_free += true_step_s(bs, k) * (1 + rng.uniform(-0.02, 0.02))
+        if pending is not None:
+            clock[0] = pending[2]
+            ctl.on_result(pending[0], pending[1], pending[3])
+        if prefill_done is not None and report_prefill_results:
+            clock[0] = prefill_done
+            ctl.on_prefill_result()
+        correct = [0] * bs
+        for j in range(bs):
+            while correct[j] < k and rng.random() < p:
+                correct[j] += 1
+        pending = (k, correct, gpu_free, mode)
+    return chosen
+
+
+def test_busy_batches_are_sampled_between_prefills(monkeypatch):
+    """GPU, session 5 (dial 0.9, 128 requests): with a prefill every 1-3 decode steps, dropping
+    the two decode results after each prefill dropped nearly every sample of the drafting
+    cells; they never filled, and the server ran plain (0.64x of EAGLE-3) while probing them.
+    Timed from the prefill's result, the decode step after it is a clean sample."""
+    bs, p = 128, 0.9
+    best = true_goodput(bs, p, true_best_k(bs, p))
+
+    def mean_goodput(report):
+        ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+        chosen = simulate_busy(ctl, bs, p, 3000, random.Random(31), prefill_every=2,
+                               prefill_s=0.004, report_prefill_results=report, monkeypatch=monkeypatch)
+        tail = chosen[-1000:]
+        return sum(true_goodput(bs, p, k) for k in tail) / len(tail) / best, ctl
+
+    with_results, ctl = mean_goodput(True)
+    assert with_results >= 0.97
+    b = bucket_of(bs)
+    for k in range(4):  # learned without the prefills' time
+        if ctl.policy.table.samples(b, k) > 0:
+            assert ctl.policy.table.estimate(b, k) == pytest.approx(true_step_s(bs, k), rel=0.05)
+    assert mean_goodput(False)[0] < 0.85  # the starvation guarded against is real here
+
+
+def test_a_prefill_result_restarts_the_step_time(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(signals, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    seen = []
+    ctl.policy.observe_step_time = lambda bs, k, s: seen.append(round(s, 6))
+    for t, event in ((0.00, "decode"), (0.01, "decode"), (0.01, "extend"), (0.02, "decode"),
+                     (0.05, "prefill"), (0.06, "decode"), (0.06, "extend"), (0.07, "decode"),
+                     (0.10, "prefill"), (0.11, "decode")):
+        now[0] = t
+        {"decode": lambda: ctl.on_result(0, [0, 0]), "extend": ctl.on_extend,
+         "prefill": ctl.on_prefill_result}[event]()
+    # before any prefill result is reported, the decode result after a launch is dropped
+    # (the fallback); afterwards none is, and none carries a prefill's 30 ms
+    assert seen == [0.01, 0.01, 0.01, 0.01]
+
+
+def test_a_cell_that_never_fills_is_probed_ever_more_rarely():
+    """A cell whose samples are all dropped (stalls, prefills) stays under-sampled; probed every
+    16 decisions for ever, it cost a catch-up and two drafting steps each time (GPU, session 5)."""
+    ctl = make_ctl()
+    real = ctl.policy.observe_step_time
+    ctl.policy.observe_step_time = lambda bs, k, s: None if k == 2 else real(bs, k, s)
+    chosen = simulate(ctl, 128, 0.9, 6000, random.Random(32))
+    assert ctl.policy.table.samples(bucket_of(128), 2) == 0
+    assert chosen[-3000:].count(2) <= 20, chosen[-3000:].count(2)
