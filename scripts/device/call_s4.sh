@@ -33,19 +33,6 @@
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s4.sh a|b|c|d|e|f|g
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-560}
-FOUR=plain,eagle3,builtin-adaptive,adaptive-spec:goodput
-S4_FLAGS=(--new-tokens-spread 0.5 --warmup-tokens ${WARMUP:-128} --time-budget-from ${BUDGET_FROM:-128:7,256:8}
-  --server-arg=--enable-metrics --system-args "adaptive-spec:goodput+=--adaptive-spec-log-decisions")
-
-sweep() {  # $1 GPU, $2 name, $3 target dir, $4 draft dir, $5 systems, rest: extra sweep flags
-  local gpu=$1 name=$2 target=$3 draft=$4 systems=$5; shift 5
-  ( cd /tmp && CUDA_VISIBLE_DEVICES=$gpu python3 -m adaptive_spec.bench.cli sweep "${SWEEP_FLAGS[@]}" \
-      "${S4_FLAGS[@]}" --deadline-s $(( $(left) - 25 )) --target "$target" --draft "$draft" \
-      --name "$name" --systems "$systems" --metrics-out "/tmp/metrics-$name.txt" \
-      --log-dir "/tmp/logs-$name" --out "$OUT/sweep-$name.json" "$@" > "/tmp/sweep-$name.txt" 2>&1 )
-  tail -32 "/tmp/sweep-$name.txt"
-}
-
 # both GPUs build their pair, then sweep; $1 phase, then per GPU: pair dir, drafts, sweep name
 two_sweeps() {
   local phase=$1 d0=$2 dr0=$3 n0=$4 d1=$5 dr1=$6 n1=$7; shift 7
@@ -106,7 +93,7 @@ a)
 b)
   two_sweeps b /tmp/moe-16 dial:0.7 moe-dial-0.7 /tmp/moe-16r random moe-always-wrong \
     --preset qwen3-moe --layers 16
-  S4_FLAGS+=(--start-timeout-s 360)
+  RUN_FLAGS+=(--start-timeout-s 360)
   sweep 0 moe-dial-0.7 /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 "$FOUR" &
   sweep 1 moe-always-wrong /tmp/moe-16r/target /tmp/moe-16r/draft-random "$FOUR" &
   wait

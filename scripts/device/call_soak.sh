@@ -2,7 +2,8 @@
 # GPU machine, two commands around other work (issue 8's long run; the load must outlast one
 # 10-minute command, so it runs detached):
 #   SOAK_GPU=1 bash scripts/device/call_soak.sh start     # ~2 min: models, servers, driver (setsid)
-#     (FAULT=policy@20000 also drills a policy failure mid-run: fallback, still serving)
+#     (FAULT=policy@20000 also drills a policy failure mid-run: fallback, still serving;
+#      SOAK_POLICY="--adaptive-spec-policy goodput" replaces the threshold policy's flags)
 #   ... other commands on the other GPU (the machine must stay held: <30 s idle between calls)
 #   bash scripts/device/call_soak.sh collect              # waits (bounded) and returns the JSON
 # Servers on GPU $SOAK_GPU: plain (reference for the probes) and adaptive-spec (threshold 64,
@@ -24,7 +25,7 @@ start)
   export ADAPTIVE_SPEC_INJECT_FAULT=${FAULT:-}  # e.g. FAULT=policy@20000: the fallback drill
   start_server adaptive-spec 31001 "$S/ours.log" python3 -m adaptive_spec.launch_server \
     --model-path "$DIAL/target" "${SA[@]}" "${EAGLE[@]}" --speculative-draft-model-path "$DIAL/draft-dial-0.7" \
-    --adaptive-spec-threshold 64 --adaptive-spec-min-accept-len 1.5 --adaptive-spec-log-decisions
+    ${SOAK_POLICY:---adaptive-spec-threshold 64 --adaptive-spec-min-accept-len 1.5} --adaptive-spec-log-decisions
   P2=$CUR_PID; CUR_PID=""; trap - EXIT; echo "$P1 $P2" > "$S/pids"
   for port in 31000 31001; do for _ in $(seq 1 200); do
     curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 1; done; done

@@ -108,6 +108,21 @@ SWEEP_FLAGS=(--concurrency 1,4,16,32,64,128,256 --new-tokens 192 --prompt-len 40
   --time-budget-s 5 --drain-s 2 --requests-per-level 100000 --start-stagger-s 10
   --server-arg "--max-running-requests 260" --quiet)
 
+# Sessions 4-5: spread lengths, a warm-up wave per level, longer levels at 128/256, metrics and
+# our decision log; `sweep` runs one on one GPU (systems: FOUR or a list).
+FOUR=plain,eagle3,builtin-adaptive,adaptive-spec:goodput
+RUN_FLAGS=(--new-tokens-spread 0.5 --warmup-tokens ${WARMUP:-128} --time-budget-from ${BUDGET_FROM:-128:7,256:8}
+  --server-arg=--enable-metrics --system-args "adaptive-spec:goodput+=--adaptive-spec-log-decisions")
+
+sweep() {  # $1 GPU, $2 name, $3 target dir, $4 draft dir, $5 systems, rest: extra sweep flags
+  local gpu=$1 name=$2 target=$3 draft=$4 systems=$5; shift 5
+  ( cd /tmp && CUDA_VISIBLE_DEVICES=$gpu python3 -m adaptive_spec.bench.cli sweep "${SWEEP_FLAGS[@]}" \
+      "${RUN_FLAGS[@]}" --deadline-s $(( $(left) - 25 )) --target "$target" --draft "$draft" \
+      --name "$name" --systems "$systems" --metrics-out "/tmp/metrics-$name.txt" \
+      --log-dir "/tmp/logs-$name" --out "$OUT/sweep-$name.json" "$@" > "/tmp/sweep-$name.txt" 2>&1 )
+  tail -32 "/tmp/sweep-$name.txt"
+}
+
 # $OUT/$1 (tar.xz): of each server log given, our lines and errors, and SGLang's batch lines.
 pack_logs() {
   local archive=$1 f; shift

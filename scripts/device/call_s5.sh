@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# GPU machine nvidia-h200-x2, prepared in session 5 (2026-11-29) for the next session, NOT YET RUN:
+# three back-to-back commands of ~9 min (the whole 30-min budget; a and b first).
+#   a  the goodput timing fix (step times restart at each prefill's result; probe back-off) on
+#      the dense pair where session 5 showed the sample starvation: GPU 0: dial 0.9, ours up
+#      to 7 steps (0.64x / 0.86x of the envelope at 128 / 256 before the fix); GPU 1: dial 0.7
+#      with the TPOT SLO (12 ms) beside plain, eagle3 and goodput (0.74x at 64 before).
+#   b  GPU 0: the MoE dial-0.7 sweep again (four systems); GPU 1: issue 8's long run started
+#      detached: 10 min of the soak load against the goodput policy on the dial-0.7 pair, with
+#      a policy fault injected at decision 20000 (fallback drill), probes vs plain at both ends.
+#   c  GPU 1: the soak collected; GPU 0: the dense always-wrong sweep (four systems).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s5.sh a|b|c
+source scripts/device/common.sh
+DEADLINE_S=${DEADLINE_S:-540}
+case "${1:-}" in
+a)
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/dial-8b dial:0.9 --preset 8b ) &
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/soak-8b random,dial:0.7 --preset 8b ) &
+  wait
+  sweep 0 dial-0.9 /tmp/dial-8b/target /tmp/dial-8b/draft-dial-0.9 "$FOUR" \
+    --system-steps adaptive-spec:goodput=7 &
+  sweep 1 slo-dial-0.7 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput,adaptive-spec:goodput-slo12 \
+    --system-args "adaptive-spec:goodput-slo12=--adaptive-spec-policy goodput --adaptive-spec-tpot-slo-ms 12" &
+  wait
+  pack_logs logs-a.tar.xz /tmp/logs-dial-0.9/*.log /tmp/logs-slo-dial-0.7/*.log ;;
+b)
+  ( SOAK_GPU=1 SOAK_DIR=/tmp/soak-8b SOAK_S=600 FAULT=policy@20000 SOAK_POLICY="--adaptive-spec-policy goodput" \
+      bash scripts/device/call_soak.sh start > /tmp/soak-start.txt 2>&1 ) &
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/moe-16 dial:0.7 --preset qwen3-moe --layers 16 ) || exit 3
+  RUN_FLAGS+=(--start-timeout-s 360)
+  sweep 0 moe-dial-0.7 /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 "$FOUR"
+  wait; cat /tmp/soak-start.txt
+  pack_logs logs-b.tar.xz /tmp/logs-moe-dial-0.7/*.log ;;
+c)
+  sweep 0 always-wrong /tmp/soak-8b/target /tmp/soak-8b/draft-random "$FOUR" &
+  SOAK_DIR=/tmp/soak-8b bash scripts/device/call_soak.sh collect
+  wait
+  pack_logs logs-c.tar.xz /tmp/logs-always-wrong/*.log ;;
+*) echo "usage: call_s5.sh a|b|c"; exit 2 ;;
+esac
+rm -f "$OUT/build.log"
+say "done $1"
