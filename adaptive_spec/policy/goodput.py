@@ -46,6 +46,10 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
 - A cell whose samples keep being dropped never fills; probed every 16 steps regardless, it
   cost 0.64x of EAGLE-3 at 128 requests (GPU, session 5). After a few probes of one cell the
   gap to the next one doubles each time.
+- A probe is one catch-up step plus `min_samples` steps, and its samples are merged right after
+  its last result: one probe fills a cell, and the next explore moves on to the next k (3-step
+  probes merged every 32 decisions needed ~4 probes and ~4 catch-ups per cell; a new batch size
+  took ~200 decisions to reach its best k, a large part of a 5-s sweep level).
 - Deep draft positions are seen only in probes: each position's acceptance is shrunk towards
   the one before it (`PRIOR_TRIES` pseudo-tries), so two unlucky probe rounds cannot rule the
   long chains out.
@@ -206,7 +210,7 @@ class GoodputPolicy:
         self.trusted_samples = 24  # below this, a neighbour of the chosen k is still refreshed
         self.explore_interval = 16
         self.refresh_interval = 1024  # re-measure a non-chosen k of a filled bucket (~0.5%)
-        self.probe_len = 3  # from k=0 the first step only catches the draft up
+        self.probe_len = 1 + self.min_samples  # one catch-up step (from k=0), then a cell's worth
         self.probe_optimism = 1.4  # probe k only if goodput[k] * this >= the best (well sampled)
         self.free_probes = 4  # probes of a cell at the explore interval; then the gap doubles
         self.max_backoff = 64  # ... up to explore_interval x this decisions
@@ -217,6 +221,9 @@ class GoodputPolicy:
         self._probe_k: Optional[int] = None
         self._probe_left = 0
         self._probes: dict = {}  # (bucket, k) -> (probes started, decision of the last one)
+        # a probe's samples are merged right after its last result arrives (overlap: one
+        # decision late), so the next explore sees them instead of probing the cell again
+        self._sync_after_probe = -1
         # per bucket: (step times for k = 0..max, the k that may be chosen); the table only
         # changes at a sync, so this is rebuilt once per sync, not per decision
         self._bucket_cache: dict = {}
@@ -275,7 +282,7 @@ class GoodputPolicy:
     # ---- decision -------------------------------------------------------------------
     def decide(self, snap: LoadSnapshot, acc: AcceptanceStats) -> Decision:
         self._decisions += 1
-        if self._decisions % self.sync_interval == 0:
+        if self._decisions % self.sync_interval == 0 or self._decisions == self._sync_after_probe:
             self.table.sync(self.reducer)
         bucket = bucket_of(snap.running)
         expected = self.expected_tokens(acc)
@@ -356,6 +363,7 @@ class GoodputPolicy:
         self._probe_left = self.probe_len - 1
         started, _ = self._probes.get((bucket, k), (0, 0))
         self._probes[(bucket, k)] = (started + 1, self._decisions)
+        self._sync_after_probe = self._decisions + self.probe_len + 1
         return k
 
     def _probe_due(self, bucket: int, k: int) -> bool:

@@ -365,7 +365,7 @@ def test_prefills_between_decode_steps_are_not_step_time_samples():
     tail = chosen[-300:]
     assert err < 0.1
     assert tail.count(true_best_k(bs, p)) >= 0.9 * len(tail), {k: tail.count(k) for k in set(tail)}
-    assert run(notify=False)[1] > max(0.2, 3 * err)  # the failure guarded against is real here
+    assert run(notify=False)[1] > max(0.03, 5 * err)  # the failure guarded against is real here
 
 
 def test_the_two_decode_results_after_a_prefill_are_not_samples():
@@ -488,4 +488,17 @@ def test_a_cell_that_never_fills_is_probed_ever_more_rarely():
     ctl.policy.observe_step_time = lambda bs, k, s: None if k == 2 else real(bs, k, s)
     chosen = simulate(ctl, 128, 0.9, 6000, random.Random(32))
     assert ctl.policy.table.samples(bucket_of(128), 2) == 0
-    assert chosen[-3000:].count(2) <= 20, chosen[-3000:].count(2)
+    assert chosen[-3000:].count(2) <= 4 * ctl.policy.probe_len, chosen[-3000:].count(2)  # a few probes
+
+
+def test_a_new_batch_size_reaches_the_best_step_count_within_five_explore_intervals():
+    """A probe fills its cell (a catch-up step, then `min_samples` steps) and its samples are
+    merged right after its last result, so the next explore moves on to the next k instead of
+    probing the same cell again. Session 5's 5-s sweep levels (~500 steps) at 16-32 requests ran
+    plain for 8-12% of their steps; with 3-step probes merged only every 32 decisions, 226 here."""
+    ctl = make_ctl()
+    simulate(ctl, 8, 0.9, 800, random.Random(0))
+    chosen = simulate(ctl, 32, 0.9, 500, random.Random(2))
+    best = true_best_k(32, 0.9)
+    settled = next(i for i in range(len(chosen)) if chosen[i:i + 100] == [best] * 100)
+    assert settled <= 5 * ctl.policy.explore_interval, chosen[:settled + 1]
