@@ -30,6 +30,15 @@ CATEGORIES = [
     ("sampling/verify", re.compile(r"verify|tree|sampl|argmax|topk|softmax|bonus|accept", re.I)),
     ("copy/elementwise", re.compile(r"copy|elementwise|fill|index|cat|memcpy|memset|reduce", re.I)),
 ]
+# Scheduler and spec-worker phases (SGLang 0.5.16 function names) reported by inclusive time
+# whether or not they make the top list: under continuous arrivals a spec server pays for
+# admissions (the draft's prefill, merging new requests into the spec batch, filtering finished
+# ones) besides its decode step, and these tell the two apart.
+PHASES = ("get_next_batch_to_run", "get_new_batch_prefill", "update_running_batch", "run_batch",
+          "process_batch_result_decode", "process_batch_result_prefill", "_resolve_spec_v2_tokens",
+          "merge_batch", "filter_batch", "prepare_for_decode", "eagle_prepare_for_decode",
+          "forward_batch_generation", "_draft_extend_for_prefill", "_draft_extend_for_decode",
+          "run_eagle_verify", "eagle_sample", "_execute_extend")
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 HOST_CATS = ("python_function", "cpu_op", "user_annotation")
 SYNC_CALLS = re.compile(r"Synchronize|cudaMemcpy$|cudaStreamWaitEvent", re.I)
@@ -124,7 +133,21 @@ def _host(events: List[dict], top: int) -> dict:
                         sorted(st.items(), key=lambda kv: -kv[1][0])[:top]],
         "top_inclusive_ms": [[k, round(v[1] / 1000, 3), v[2]] for k, v in
                              sorted(st.items(), key=lambda kv: -kv[1][1])[:top]],
+        "phases_ms": phases(st),
     }
+
+
+def phases(st: Dict[str, List[float]]) -> Dict[str, list]:
+    """PHASES by function name ("file.py(line): name" -> name): [inclusive ms, calls], summed
+    over every file defining that name (several classes have a forward_batch_generation)."""
+    out: Dict[str, List[float]] = {}
+    for name, (_self, incl, calls) in st.items():
+        func = name.rsplit("): ", 1)[-1]
+        if func in PHASES:
+            row = out.setdefault(func, [0.0, 0])
+            row[0] += incl
+            row[1] += calls
+    return {k: [round(v[0] / 1000, 3), v[1]] for k, v in sorted(out.items(), key=lambda kv: -kv[1][0])}
 
 
 def summarize(trace: dict, top: int = 25, steps: Optional[int] = None) -> dict:

@@ -8,7 +8,10 @@
 #   b  GPU 0: the MoE dial-0.7 sweep again (four systems); GPU 1: issue 8's long run started
 #      detached: 10 min of the soak load against the goodput policy on the dial-0.7 pair, with
 #      a policy fault injected at decision 20000 (fallback drill), probes vs plain at both ends.
-#   c  GPU 1: the soak collected; GPU 0: the dense always-wrong sweep (four systems).
+#   c  GPU 1: the soak collected; GPU 0: where the forced-off gap under continuous arrivals
+#      goes (issue 3): plain vs forced off vs decode-lean on the always-wrong pair at 64-256,
+#      10-s levels, a 40-step profile at 256 summarised by phase (trace_summary's phases_ms:
+#      the draft's prefill, batch merge/filter, result processing, the off step itself).
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s5.sh a|b|c
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-540}
@@ -33,10 +36,13 @@ b)
   wait; cat /tmp/soak-start.txt
   pack_logs logs-b.tar.xz /tmp/logs-moe-dial-0.7/*.log ;;
 c)
-  sweep 0 always-wrong /tmp/soak-8b/target /tmp/soak-8b/draft-random "$FOUR" &
+  sweep 0 forced-off /tmp/soak-8b/target /tmp/soak-8b/draft-random \
+    plain,adaptive-spec:forced-off,adaptive-spec:forced-off-lean --concurrency 64,128,256 \
+    --time-budget-s 10 --time-budget-from 128:10 --profile-at 256 --profile-steps 40 \
+    --system-args "adaptive-spec:forced-off-lean=--adaptive-spec-force off --adaptive-spec-off-path decode-lean" &
   SOAK_DIR=/tmp/soak-8b bash scripts/device/call_soak.sh collect
   wait
-  pack_logs logs-c.tar.xz /tmp/logs-always-wrong/*.log ;;
+  pack_logs logs-c.tar.xz /tmp/logs-forced-off/*.log ;;
 *) echo "usage: call_s5.sh a|b|c"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"

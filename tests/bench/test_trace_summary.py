@@ -59,3 +59,17 @@ def test_reads_gzip_and_the_cli(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["host_thread"] == "7/1"
     assert ts.main([str(tmp_path / "missing.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_named_phases_are_reported_whatever_their_rank():
+    t = trace()
+    t["traceEvents"] += [
+        ev("python_function", "sglang/srt/managers/schedule_batch.py(1700): merge_batch", 200, 4),
+        ev("python_function", "sglang/srt/managers/schedule_batch.py(1700): merge_batch", 300, 6),
+        ev("python_function", "sglang/srt/managers/tp_worker.py(529): forward_batch_generation", 400, 8),
+        ev("python_function", "sglang/srt/speculative/eagle_worker_v2.py(1122): forward_batch_generation", 500, 2),
+        ev("python_function", "somewhere.py(1): not_a_phase", 600, 50),
+    ]
+    s = ts.summarize(t, top=1)
+    assert [row[0] for row in s["top_inclusive_ms"]] == ["run_batch"]  # the top list is cut at 1
+    assert s["phases_ms"] == {"run_batch": [0.1, 1], "merge_batch": [0.01, 2], "forward_batch_generation": [0.01, 2]}
