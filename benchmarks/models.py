@@ -76,6 +76,19 @@ PRESETS: Dict[str, Dict[str, int]] = {
     # the same layout, small enough for the CPU tests and the simulation
     "tiny-moe": dict(hidden=256, inter=512, layers=4, heads=4, kv_heads=2, vocab=4096,
                      draft_vocab=2048, experts=4, experts_per_tok=2, moe_inter=64),
+    # DeepSeek-V3 / Kimi-K2 layout scaled down (issue 10): MLA attention with the real ranks
+    # (q 1536, kv 512, nope 128, rope 64, v 128) over 16 heads, the first layer dense, then 128
+    # routed experts of width 768 (8 active, sigmoid scores, one group) plus one shared expert,
+    # Kimi-K2's vocab; 48 layers at full size, `--layers 16` to fit four servers on one H200.
+    # kv_heads and inter are the EAGLE-3 draft's (a Llama layer) and the dense layer's width.
+    "deepseek-v3": dict(hidden=2048, inter=6144, layers=48, heads=16, kv_heads=4, vocab=163840,
+                        draft_vocab=32000, experts=128, experts_per_tok=8, moe_inter=768,
+                        q_lora=1536, kv_lora=512, qk_nope=128, qk_rope=64, v_head=128,
+                        shared_experts=1, dense_layers=1),
+    "tiny-deepseek": dict(hidden=256, inter=512, layers=4, heads=4, kv_heads=2, vocab=4096,
+                          draft_vocab=2048, experts=4, experts_per_tok=2, moe_inter=64,
+                          q_lora=96, kv_lora=64, qk_nope=32, qk_rope=16, v_head=32,
+                          shared_experts=1, dense_layers=1),
 }
 
 # Embedding layout constants (see MODELS.md): entries ~ EMBED_STD, the shared coordinate
@@ -111,10 +124,24 @@ class Shape:
     experts: int = 0
     experts_per_tok: int = 0
     moe_inter: int = 0
+    # DeepSeek-V3 layout when kv_lora > 0: MLA attention (q_lora 0 = a plain q projection),
+    # `dense_layers` dense layers of width `inter` first, then MoE layers with sigmoid-scored
+    # routing and `shared_experts` shared experts of width moe_inter each.
+    q_lora: int = 0
+    kv_lora: int = 0
+    qk_nope: int = 0
+    qk_rope: int = 0
+    v_head: int = 0
+    shared_experts: int = 0
+    dense_layers: int = 0
 
     @property
     def moe(self) -> bool:
         return self.experts > 0
+
+    @property
+    def mla(self) -> bool:
+        return self.kv_lora > 0
 
     @property
     def head_dim(self) -> int:
@@ -154,6 +181,11 @@ class Shape:
                 1 <= self.experts_per_tok <= self.experts and self.moe_inter > 0)):
             raise UsageError("an MoE shape needs --experts > 0, 1 <= --experts-per-tok <= "
                              "experts and --moe-inter > 0")
+        if self.mla and not (self.moe and self.qk_nope > 0 and self.qk_rope > 0 and self.qk_rope % 2 == 0
+                             and self.v_head > 0 and self.q_lora >= 0 and self.shared_experts >= 0
+                             and 0 <= self.dense_layers < self.layers):
+            raise UsageError("a DeepSeek-V3 shape needs experts, positive qk-nope / v-head, an even "
+                             "qk-rope, and fewer dense layers than layers")
 
     def aux_layer_ids(self) -> Optional[List[int]]:
         """eagle_config layer ids for the draft config, None when SGLang's default works.
@@ -556,6 +588,9 @@ class Builder:
         del head
         for i in range(s.layers if layers else 0):
             pre = f"model.layers.{i}."
+            if s.mla:
+                t.update(self._deepseek_layer(pre, i))
+                continue
             t[pre + "self_attn.q_proj.weight"] = self.rnd(qd, H)
             t[pre + "self_attn.k_proj.weight"] = self.rnd(kvd, H)
             t[pre + "self_attn.v_proj.weight"] = self.rnd(kvd, H)
@@ -575,6 +610,44 @@ class Builder:
                 t[pre + "mlp.down_proj.weight"] = self.zeros(H, I)
             t[pre + "input_layernorm.weight"] = self.ones(H)
             t[pre + "post_attention_layernorm.weight"] = self.ones(H)
+        return t
+
+    def _deepseek_layer(self, pre: str, i: int) -> Dict[str, torch.Tensor]:
+        """One DeepSeek-V3 layer (SGLang's DeepseekV2DecoderLayer names): MLA projections and
+        router/experts at full cost, o_proj and every down projection zero, so the layer adds
+        nothing to the residual and the target follows the cycle like the Llama one."""
+        s, H = self.s, self.s.hidden
+        qk = s.qk_nope + s.qk_rope
+        a = pre + "self_attn."
+        t = {pre + "input_layernorm.weight": self.ones(H),
+             pre + "post_attention_layernorm.weight": self.ones(H),
+             a + "kv_a_proj_with_mqa.weight": self.rnd(s.kv_lora + s.qk_rope, H),
+             a + "kv_a_layernorm.weight": self.ones(s.kv_lora),
+             a + "kv_b_proj.weight": self.rnd(s.heads * (s.qk_nope + s.v_head), s.kv_lora),
+             a + "o_proj.weight": self.zeros(H, s.heads * s.v_head)}
+        if s.q_lora:
+            t[a + "q_a_proj.weight"] = self.rnd(s.q_lora, H)
+            t[a + "q_a_layernorm.weight"] = self.ones(s.q_lora)
+            t[a + "q_b_proj.weight"] = self.rnd(s.heads * qk, s.q_lora)
+        else:
+            t[a + "q_proj.weight"] = self.rnd(s.heads * qk, H)
+        m = pre + "mlp."
+        if i < s.dense_layers:
+            t.update({m + "gate_proj.weight": self.rnd(s.inter, H), m + "up_proj.weight": self.rnd(s.inter, H),
+                      m + "down_proj.weight": self.zeros(H, s.inter)})
+            return t
+        t[m + "gate.weight"] = self.rnd(s.experts, H)
+        t[m + "gate.e_score_correction_bias"] = torch.zeros(s.experts, device=self.device)
+        for e in range(s.experts):
+            ex = f"{m}experts.{e}."
+            t[ex + "gate_proj.weight"] = self.rnd(s.moe_inter, H)
+            t[ex + "up_proj.weight"] = self.rnd(s.moe_inter, H)
+            t[ex + "down_proj.weight"] = self.zeros(H, s.moe_inter)
+        if s.shared_experts:
+            w = s.shared_experts * s.moe_inter
+            t.update({m + "shared_experts.gate_proj.weight": self.rnd(w, H),
+                      m + "shared_experts.up_proj.weight": self.rnd(w, H),
+                      m + "shared_experts.down_proj.weight": self.zeros(H, w)})
         return t
 
     # -- drafts ---------------------------------------------------------------------------
@@ -700,6 +773,8 @@ def llama_config(shape: Shape, arch: str, layers: int, extra: Optional[dict] = N
 def target_config(shape: Shape) -> dict:
     if not shape.moe:
         return llama_config(shape, "LlamaForCausalLM", shape.layers)
+    if shape.mla:
+        return deepseek_config(shape)
     cfg = llama_config(shape, "Qwen3MoeForCausalLM", shape.layers, {
         "model_type": "qwen3_moe", "num_experts": shape.experts,
         "num_experts_per_tok": shape.experts_per_tok, "moe_intermediate_size": shape.moe_inter,
@@ -708,6 +783,30 @@ def target_config(shape: Shape) -> dict:
         "rope_theta": float(shape.rope_theta), "rope_scaling": None,
         "sliding_window": None, "use_sliding_window": False, "max_window_layers": shape.layers})
     for k in ("mlp_bias", "pad_token_id"):
+        cfg.pop(k, None)
+    return cfg
+
+
+def deepseek_config(shape: Shape) -> dict:
+    """DeepseekV3ForCausalLM (SGLang's deepseek_v2.py), bf16, no MTP layer."""
+    cfg = llama_config(shape, "DeepseekV3ForCausalLM", shape.layers, {
+        "model_type": "deepseek_v3", "num_key_value_heads": shape.heads,
+        "q_lora_rank": shape.q_lora or None, "kv_lora_rank": shape.kv_lora,
+        "qk_nope_head_dim": shape.qk_nope, "qk_rope_head_dim": shape.qk_rope,
+        "v_head_dim": shape.v_head, "n_routed_experts": shape.experts,
+        "n_shared_experts": shape.shared_experts, "num_experts_per_tok": shape.experts_per_tok,
+        "moe_intermediate_size": shape.moe_inter, "first_k_dense_replace": shape.dense_layers,
+        "moe_layer_freq": 1, "topk_method": "noaux_tc", "scoring_func": "sigmoid",
+        "n_group": 1, "topk_group": 1, "routed_scaling_factor": 2.5, "norm_topk_prob": True,
+        "aux_loss_alpha": 0.0, "seq_aux": True, "ep_size": 1, "num_nextn_predict_layers": 0,
+        "attention_dropout": 0.0})
+    # YaRN as DeepSeek-V3 has it (SGLang runs it as "deepseek_yarn", with its attention
+    # mscale), over a 4096-position original window
+    orig = min(4096, shape.max_pos)
+    cfg["rope_parameters"] = {"rope_type": "yarn", "rope_theta": float(shape.rope_theta),
+                              "factor": shape.max_pos / orig, "original_max_position_embeddings": orig,
+                              "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}
+    for k in ("head_dim", "mlp_bias", "pad_token_id"):
         cfg.pop(k, None)
     return cfg
 
@@ -1002,7 +1101,10 @@ class RefTarget:
                   for k, v in tensors.items()}
         # skip_layers: the perm/repeat target's layers are exact no-ops (o_proj = down_proj
         # = 0); analysis at full dims may skip them.  The tiny tests run them.
-        self.skip_layers = skip_layers
+        # The DeepSeek-V3 (MLA) target has no reference forward here: its layers are no-ops by
+        # construction (o_proj and every down projection zero; the CPU tests check the zeros
+        # and SGLang's own model loading), so it always runs as embedding -> norm -> head.
+        self.skip_layers = skip_layers or cfg.get("model_type") == "deepseek_v3"
         c = self.cfg
         self.H, self.L = c["hidden_size"], c["num_hidden_layers"]
         self.heads, self.kvh = c["num_attention_heads"], c["num_key_value_heads"]
@@ -1088,6 +1190,9 @@ class RefDraft:
                       else v.to(device)) for k, v in tensors.items()}
         self.t = target
         self.hot = (self.w["d2t"] + torch.arange(self.w["d2t"].numel(), device=device)).long()
+        # the draft's own attention shape (a DeepSeek target's heads are MLA heads)
+        self.heads, self.kvh = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+        self.hd = cfg.get("head_dim", cfg["hidden_size"] // self.heads)
 
     def forward(self, ids: torch.Tensor, hidden: torch.Tensor, pos: torch.Tensor, kv: KV,
                 self_only: bool = False):
@@ -1102,10 +1207,10 @@ class RefDraft:
         q = _lin(x, w["midlayer.self_attn.q_proj.weight"])
         k = _lin(x, w["midlayer.self_attn.k_proj.weight"])
         v = _lin(x, w["midlayer.self_attn.v_proj.weight"])
-        q = _rope(q.view(-1, t.heads, t.hd), pos, t.theta, t.hd)
-        k = _rope(k.view(-1, t.kvh, t.hd), pos, t.theta, t.hd).reshape(k.shape[0], -1)
+        q = _rope(q.view(-1, self.heads, self.hd), pos, t.theta, self.hd)
+        k = _rope(k.view(-1, self.kvh, self.hd), pos, t.theta, self.hd).reshape(k.shape[0], -1)
         K, Vv, P = kv.extended(0, k, v, pos)
-        a = _attention(q, K, Vv, pos, P, t.heads, t.kvh, t.hd, self_only)
+        a = _attention(q, K, Vv, pos, P, self.heads, self.kvh, self.hd, self_only)
         h = _lin(a, w["midlayer.self_attn.o_proj.weight"])
         x, res = rms_norm(h, w["midlayer.post_attention_layernorm.weight"], t.eps, res)
         g = _lin(x, w["midlayer.mlp.gate_proj.weight"]).float()
@@ -1282,14 +1387,15 @@ def attention_gap(draft: "RefDraft", query_pos: Sequence[int]) -> float:
     tok = draft.hot[-1:].to(dev)
     x = torch.cat([rms_norm(t.embed[tok], draft.w["midlayer.input_layernorm.weight"], t.eps),
                    torch.zeros(1, t.H, dtype=t.embed.dtype, device=dev)], dim=-1)
-    q = _lin(x, draft.w["midlayer.self_attn.q_proj.weight"]).view(1, t.heads, t.hd)
-    k = _lin(x, draft.w["midlayer.self_attn.k_proj.weight"]).view(1, t.kvh, t.hd)
+    hd = draft.hd
+    q = _lin(x, draft.w["midlayer.self_attn.q_proj.weight"]).view(1, draft.heads, hd)
+    k = _lin(x, draft.w["midlayer.self_attn.k_proj.weight"]).view(1, draft.kvh, hd)
     worst = float("inf")
     for p in query_pos:
         kp = torch.arange(p + 1, device=dev)
-        qr = _rope(q, torch.tensor([p], device=dev), t.theta, t.hd)[0, 0].float()
-        kr = _rope(k.expand(p + 1, -1, -1), kp, t.theta, t.hd)[:, 0].float()
-        sc = (kr @ qr) * t.hd ** -0.5
+        qr = _rope(q, torch.tensor([p], device=dev), t.theta, hd)[0, 0].float()
+        kr = _rope(k.expand(p + 1, -1, -1), kp, t.theta, hd)[:, 0].float()
+        sc = (kr @ qr) * hd ** -0.5
         if p > 0:
             worst = min(worst, float(sc[p] - sc[:p].max()))
     return worst
@@ -1399,11 +1505,12 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m adaptive_spec.bench.models",
-                description="Write a synthetic Llama (or Qwen3-MoE) target and EAGLE-3 drafts with an "
+                description="Write a synthetic Llama (Qwen3-MoE, DeepSeek-V3) target and EAGLE-3 drafts with an "
                             "acceptance dial (see benchmarks/MODELS.md).")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--preset", default="8b",
-                   help="8b (default), 1b, tiny, qwen3-moe (Qwen3-MoE layout) or tiny-moe")
+                   help="8b (default), 1b, tiny, qwen3-moe (Qwen3-MoE layout), tiny-moe, "
+                        "deepseek-v3 (MLA + MoE, DeepSeek-V3 layout) or tiny-deepseek")
     p.add_argument("--tiny", action="store_true", help="same as --preset tiny")
     for k in ("hidden", "inter", "layers", "heads", "kv-heads", "vocab", "draft-vocab",
               "max-pos", "experts", "experts-per-tok", "moe-inter"):

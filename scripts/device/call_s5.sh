@@ -12,7 +12,12 @@
 #      goes (issue 3): plain vs forced off vs decode-lean on the always-wrong pair at 64-256,
 #      10-s levels, a 40-step profile at 256 summarised by phase (trace_summary's phases_ms:
 #      the draft's prefill, batch merge/filter, result processing, the off step itself).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s5.sh a|b|c
+#   d  after a-c (another session): the DeepSeek-V3-layout target (MLA + MoE, issue 10;
+#      `models --preset deepseek-v3 --layers 16`, CPU-built and CPU-loaded with SGLang's
+#      DeepseekV3ForCausalLM so far, never served): GPU 0: dial 0.7, GPU 1: always-wrong, four
+#      systems each. The first question is whether SGLang 0.5.16 serves it with Triton attention
+#      and EAGLE-3 on this bundle; the server logs come back either way.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s5.sh a|b|c|d
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-540}
 case "${1:-}" in
@@ -43,7 +48,16 @@ c)
   SOAK_DIR=/tmp/soak-8b bash scripts/device/call_soak.sh collect
   wait
   pack_logs logs-c.tar.xz /tmp/logs-forced-off/*.log ;;
-*) echo "usage: call_s5.sh a|b|c"; exit 2 ;;
+d)
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/ds-16 dial:0.7 --preset deepseek-v3 --layers 16 ) &
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/ds-16r random --preset deepseek-v3 --layers 16 ) &
+  wait
+  RUN_FLAGS+=(--start-timeout-s 360)
+  sweep 0 ds-dial-0.7 /tmp/ds-16/target /tmp/ds-16/draft-dial-0.7 "$FOUR" &
+  sweep 1 ds-always-wrong /tmp/ds-16r/target /tmp/ds-16r/draft-random "$FOUR" &
+  wait
+  pack_logs logs-d.tar.xz /tmp/logs-ds-dial-0.7/*.log /tmp/logs-ds-always-wrong/*.log ;;
+*) echo "usage: call_s5.sh a|b|c|d"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 say "done $1"

@@ -23,7 +23,7 @@ if [ -f "$REPO/.bundle/jitcache.tar.xz" ] && [ ! -f "$SGL/cache/.seeded" ]; then
   tar -xJf "$REPO/.bundle/jitcache.tar.xz" -C "$SGL/cache" && touch "$SGL/cache/.seeded" && say "seeded JIT caches"
 fi
 export SGLANG_DISABLED_MODEL_ARCHS="$(cd $SGL/site/sglang/srt/models && ls *.py | sed 's/\.py$//' \
-  | grep -v -x -e llama -e llama_eagle3 -e qwen3_moe -e __init__ -e registry | paste -sd, -)"
+  | grep -v -x -e llama -e llama_eagle3 -e qwen3_moe -e deepseek_v2 -e __init__ -e registry | paste -sd, -)"
 
 # This package, laid out as it installs (kernels/, patches/, benchmarks/ under our namespace).
 # Reinstalled only when the sources changed: a script started beside a running one (the soak

@@ -294,6 +294,7 @@ def test_check_dims_tiny():
     ["--out", "X", "--preset", "tiny-moe", "--experts-per-tok", "9"],
     ["--out", "X", "--tiny", "--experts", "8"],  # experts without --moe-inter
     ["--out", "X", "--preset", "moe-large"],
+    ["--out", "X", "--preset", "tiny-deepseek", "--experts", "0"],  # MLA without experts
 ])
 def test_bad_input_one_line_exit_2(argv, tmp_path, capsys):
     argv = [str(tmp_path / "o") if x == "X" else x for x in argv]
@@ -445,12 +446,13 @@ def test_moe_target_runs_router_and_experts_and_follows_the_cycle(built_moe):
 SGLANG_LOAD_MOE = SGLANG_CPU_PREAMBLE + textwrap.dedent(r'''
     from sglang.srt.layers.dp_attention import initialize_dp_attention
     from sglang.srt.layers.moe.utils import initialize_moe_config
-    from sglang.srt.models.qwen3_moe import Qwen3MoeForCausalLM
+    import importlib
+    module, cls = sys.argv[3].split(":")  # the SGLang model class of this MoE layout
     initialize_moe_config(sa)
     path = os.path.join(sys.argv[1], "target")
     mc = ModelConfig(path)
     initialize_dp_attention(sa, mc)
-    model = Qwen3MoeForCausalLM(mc.hf_config)
+    model = getattr(importlib.import_module(module), cls)(mc.hf_config)
     params, ck = load_nan_filled(model, path)
     w13 = params["model.layers.1.mlp.experts.w13_weight"].data
     want = torch.cat([ck["model.layers.1.mlp.experts.3.gate_proj.weight"],
@@ -462,20 +464,65 @@ SGLANG_LOAD_MOE = SGLANG_CPU_PREAMBLE + textwrap.dedent(r'''
         "unset": sorted(n for n, p in params.items() if torch.isnan(p).any()),
         "w13": list(w13.shape), "expert3_ok": bool(torch.equal(w13[3], want)),
         "w2_zero": all(not p.data.any() for n, p in params.items() if n.endswith("w2_weight")),
+        "o_zero": all(not p.data.any() for n, p in params.items() if n.endswith("o_proj.weight")),
+        "arch": getattr(mc.attention_arch, "name", str(mc.attention_arch)),
         "capture": list(model.model.layers_to_capture)}))
 ''')
 
 
-@pytest.mark.skipif(importlib.util.find_spec("sglang") is None, reason="sglang not installed")
-def test_moe_checkpoint_loads_with_sglang_qwen3_moe(built_moe, tmp_path):
+def load_moe_report(model_dir, sglang_class, tmp_path) -> dict:
     script = tmp_path / "load_moe.py"
     script.write_text(SGLANG_LOAD_MOE)
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
-    r = subprocess.run([sys.executable, str(script), built_moe, str(tmp_path / "gloo")],
+    r = subprocess.run([sys.executable, str(script), model_dir, str(tmp_path / "gloo"), sglang_class],
                        capture_output=True, text=True, timeout=240, env=env)
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("REPORT ")]
     assert r.returncode == 0 and lines, r.stderr[-3000:]
-    rep = json.loads(lines[-1][len("REPORT "):])
+    return json.loads(lines[-1][len("REPORT "):])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sglang") is None, reason="sglang not installed")
+def test_moe_checkpoint_loads_with_sglang_qwen3_moe(built_moe, tmp_path):
+    rep = load_moe_report(built_moe, "sglang.srt.models.qwen3_moe:Qwen3MoeForCausalLM", tmp_path)
     assert rep["unset"] == [] and rep["expert3_ok"] and rep["w2_zero"], rep
     assert rep["w13"] == [4, 128, 256]  # 4 experts, gate+up of width 64, hidden 256
     assert rep["capture"] == [1, 2, 3]
+
+
+# ---------------------------------------------------------------------------- DeepSeek-V3 target
+@pytest.fixture(scope="module")
+def built_deepseek(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("synthetic-deepseek"))
+    assert M.main(["--out", out, "--preset", "tiny-deepseek", "--drafts", "aligned,dial:0.7",
+                   "--device", "cpu"]) == 0
+    return out
+
+
+def test_deepseek_target_layers_add_nothing_and_the_dial_holds(built_deepseek):
+    """The MLA target has no reference forward: its layers must be exact no-ops (o_proj and
+    every down projection zero, the rest random at full size), so the cycle and the dial are
+    the embedding's and the head's, as for the other targets."""
+    w = M.load_safetensors(os.path.join(built_deepseek, "target"), "cpu")
+    outs = [n for n in w if n.endswith(("o_proj.weight", "down_proj.weight"))]
+    assert len(outs) == 4 + 1 + 3 * (4 + 1)  # o_proj per layer, 1 dense MLP, 3 MoE layers x (4 experts + shared)
+    assert all(not w[n].any() for n in outs)
+    assert w["model.layers.1.self_attn.kv_b_proj.weight"].std() > 0.01
+    shape = M.shape_from_preset("tiny-deepseek")
+    plan = M.make_plan(shape, 0)
+    T = M.RefTarget(os.path.join(built_deepseek, "target"), capture=shape.capture_layers())
+    logits, _, _ = T.forward(plan.order, torch.zeros_like(plan.order), M.KV(T.L))
+    assert torch.equal(torch.argmax(logits, dim=-1), plan.next_tok[plan.order])
+    r = M.simulate("", "", requests=8, new_tokens=128, steps=3, seed=11,
+                   draft=M.RefDraft(os.path.join(built_deepseek, "draft-dial-0.7"), T))
+    assert abs(r["acceptance"] - 0.7) <= TOL, r["acceptance"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sglang") is None, reason="sglang not installed")
+def test_deepseek_checkpoint_loads_with_sglang_deepseek_v3(built_deepseek, tmp_path):
+    rep = load_moe_report(built_deepseek, "sglang.srt.models.deepseek_v2:DeepseekV3ForCausalLM", tmp_path)
+    assert rep["unset"] == [] and rep["expert3_ok"] and rep["w2_zero"] and rep["o_zero"], rep
+    assert rep["arch"] == "MLA" and rep["w13"] == [4, 128, 256]
+    # SGLang's DeepSeek adds 1 to the draft's layer ids only when they start at 1; ours for 4
+    # layers are 0, 1, 2. Every layer is a no-op here, so each captured state is the embedding
+    # either way (the 16- and 48-layer presets use the default ids).
+    assert rep["capture"] == [0, 1, 2]
