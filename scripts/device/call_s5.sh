@@ -17,7 +17,10 @@
 #      DeepseekV3ForCausalLM so far, never served): GPU 0: dial 0.7, GPU 1: always-wrong, four
 #      systems each. The first question is whether SGLang 0.5.16 serves it with Triton attention
 #      and EAGLE-3 on this bundle; the server logs come back either way.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s5.sh a|b|c|d
+#   e  issue 9's switching soak at tensor parallel 2 (both GPUs): 5 minutes of the soak load
+#      (step and bursty phases) against plain and goodput servers at --tp-size 2, greedy probes
+#      vs plain at both ends, the two ranks' decision digests compared. One command, ~9 min.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s5.sh a|b|c|d|e
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-540}
 case "${1:-}" in
@@ -57,7 +60,11 @@ d)
   sweep 1 ds-always-wrong /tmp/ds-16r/target /tmp/ds-16r/draft-random "$FOUR" &
   wait
   pack_logs logs-d.tar.xz /tmp/logs-ds-dial-0.7/*.log /tmp/logs-ds-always-wrong/*.log ;;
-*) echo "usage: call_s5.sh a|b|c|d"; exit 2 ;;
+e)
+  export SOAK_GPU=0,1 SOAK_TP=2 SOAK_DIR=/tmp/soak-8b DEADLINE_S=590
+  SOAK_S=300 SOAK_POLICY="--adaptive-spec-policy goodput" bash scripts/device/call_soak.sh start || exit 3
+  bash scripts/device/call_soak.sh collect ;;
+*) echo "usage: call_s5.sh a|b|c|d|e"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 say "done $1"

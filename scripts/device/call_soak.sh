@@ -3,7 +3,8 @@
 # 10-minute command, so it runs detached):
 #   SOAK_GPU=1 bash scripts/device/call_soak.sh start     # ~2 min: models, servers, driver (setsid)
 #     (FAULT=policy@20000 also drills a policy failure mid-run: fallback, still serving;
-#      SOAK_POLICY="--adaptive-spec-policy goodput" replaces the threshold policy's flags)
+#      SOAK_POLICY="--adaptive-spec-policy goodput" replaces the threshold policy's flags;
+#      SOAK_GPU=0,1 SOAK_TP=2 runs both servers tensor-parallel and compares the ranks' decisions)
 #   ... other commands on the other GPU (the machine must stay held: <30 s idle between calls)
 #   bash scripts/device/call_soak.sh collect              # waits (bounded) and returns the JSON
 # Servers on GPU $SOAK_GPU: plain (reference for the probes) and adaptive-spec (threshold 64,
@@ -20,6 +21,9 @@ start)
   [ -n "${SOAK_BUILD_ONLY:-}" ] && exit 0
   SA=(--mem-fraction-static 0.92 --max-total-tokens 120000 --max-running-requests 260 --sleep-on-idle
       "${CUDA_GRAPH[@]}")
+  if [ -n "${SOAK_TP:-}" ]; then  # issue 9: both servers tensor-parallel over the GPUs in SOAK_GPU
+    SA+=(--tp-size "$SOAK_TP"); export ADAPTIVE_SPEC_RANK_CHECK_EVERY=512 NCCL_NVLS_ENABLE=0
+  fi
   start_server plain 31000 "$S/plain.log" python3 -m sglang.launch_server --model-path "$DIAL/target" "${SA[@]}"
   P1=$CUR_PID; CUR_PID=""
   export ADAPTIVE_SPEC_INJECT_FAULT=${FAULT:-}  # e.g. FAULT=policy@20000: the fallback drill
@@ -37,6 +41,7 @@ collect)
   for _ in $(seq 1 $(( $(left) - 30 ))); do [ -f "$S/done" ] && break; sleep 1; done
   cat "$S/driver.log"; cp "$S/soak.json" "$OUT/" 2>/dev/null
   grep -E "adaptive_spec|Traceback|rror" "$S/ours.log" | grep -v "GET /adaptive_spec" | tail -300 > "$OUT/ours-excerpt.log"
+  [ -n "${SOAK_TP:-}" ] && python3 "$REPO/scripts/device/rank_check.py" "$S/ours.log" | tee "$OUT/rank-check.txt"
   for p in $(cat "$S/pids" 2>/dev/null); do kill -TERM -- -"$p" 2>/dev/null; done  # frees the GPU
   say "collected" ;;
 *) echo "usage: call_soak.sh start|collect"; exit 2 ;;
