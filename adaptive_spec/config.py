@@ -21,7 +21,7 @@ FALLBACKS = ("static", "plain")
 VERIFY_BACKENDS = ("sglang", "triton")
 # decode-lean: decode, and the off step also skips SGLang's planning of the verify graph it
 # never replays (an experiment on the off step's host cost, session 4; not yet run on a GPU)
-OFF_PATHS = ("decode", "sglang", "decode-lean")
+OFF_PATHS = ("decode", "sglang", "decode-lean", "direct")  # status carries the index: append only
 
 # Upper bounds that catch typos ("--adaptive-spec-threshold 1e9") without limiting real use.
 MAX_BATCH_LEVEL = 1 << 20

@@ -66,7 +66,8 @@ _CHOICE_FLAGS = {
         OFF_PATHS,
         "How a step runs with drafting off: decode (default: the target's own decode CUDA graph, no draft "
         "work), sglang (SGLang's built-in 0-step state, for comparison) or decode-lean (decode, and "
-        "SGLang's planning of the unused verify graph skipped; experimental).",
+        "SGLang's planning of the unused verify graph skipped; experimental) or direct (the target's "
+        "plain decode forward and sampler called directly, outside SGLang's verify step; experimental).",
     ),
 }
 

@@ -19,11 +19,21 @@ catch-up    the first step after off steps whose decision is "draft": one step o
             rewritten (see README: limits).
 on step     SGLang's step with k draft steps, untouched.
 
-`--adaptive-spec-off-path decode-lean` (experimental, not yet run on a GPU): an off step also
-hides the spec state's verify graph runner from SGLang's verify preparation, which then skips
-planning a graph the step never replays (the decode graph plans its own). The MoE probe of
-session 4 showed our off step running plain's GPU work in twice plain's host time at one
-request; this removes one of the host costs that plain does not pay.
+`--adaptive-spec-off-path decode-lean` (experimental; lossless on the GPU, session 5): an off
+step also hides the spec state's verify graph runner from SGLang's verify preparation, which
+then skips planning a graph the step never replays (the decode graph plans its own). The MoE
+probe of session 4 showed our off step running plain's GPU work in twice plain's host time at
+one request; this removes one of the host costs that plain does not pay.
+
+`--adaptive-spec-off-path direct` (experimental, CPU-tested only): an off step does not enter
+SGLang's verify step at all (session 5's profile: `run_eagle_verify` took 5.6 ms of a 6.7-ms
+off step at one MoE request, the target forward 2.4 of it). It decodes the last step's bonus
+token as the plain server does (the target worker's own forward and sampler, through the
+decode graph), and hands the scheduler the 1-token spec-v2 result SGLang's 0-step step would
+have: accept length 1, the sampled token as the next bonus token, the draft stubs. The
+scheduler snapshots every batch field around a spec-v2 forward and restores them afterwards
+(`Scheduler._forward_isolation`), so the step may rewrite the batch for the decode forward.
+Batches with grammar, logprobs or hidden-state requests take the `decode` path.
 
 Mixed batches need nothing special: every request in the batch gets the same treatment,
 requests admitted while off were prefilled with draft-extend as usual.
@@ -40,7 +50,7 @@ from .state import get_controller
 logger = logging.getLogger("adaptive_spec")
 
 SKIP_ENV = "SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND"
-DECODE_PATHS = ("decode", "decode-lean")  # off paths that run the target's decode graph
+DECODE_PATHS = ("decode", "decode-lean", "direct")  # off paths that run the target's decode graph
 _decode_forward_active = False  # set for the duration of one off step's target forward
 _decode_forward_graph = None  # whether that forward replayed a CUDA graph (decode-lean)
 
@@ -129,6 +139,17 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
         ctl.fail(f"off-path decision: {exc!r}")
         return orig(worker, batch, *args, **kwargs)
 
+    if mode == "off" and ctl.cfg.off_path == "direct" and direct_eligible(batch):
+        on_publish = kwargs.get("on_publish", args[0] if args else None)
+        try:
+            result = direct_off_step(worker, batch, path, on_publish)
+        except Exception as exc:  # the batch is as it was: SGLang's step serves this one
+            ctl.fail(f"direct off step: {exc!r}")
+            return orig(worker, batch, *args, **kwargs)
+        worker._as_draft_stale = True
+        result.adaptive_spec_mode = mode
+        return result
+
     global _decode_forward_active, _decode_forward_graph
     worker.activate_step_by_batch = _already_decided  # SGLang's own call inside orig: no-op
     env_before = os.environ.get(SKIP_ENV)
@@ -164,6 +185,71 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
 
 def _already_decided(batch_size):
     return None
+
+
+# the batch fields a direct off step rewrites for its decode forward (restored by SGLang after
+# the forward; by us when the step fails before that)
+_DIRECT_FIELDS = ("input_ids", "out_cache_loc", "forward_mode", "seq_lens", "seq_lens_cpu",
+                  "seq_lens_sum", "spec_info")
+
+
+def direct_eligible(batch) -> bool:
+    """What a direct off step serves: a decode batch whose requests need nothing SGLang's
+    verify step adds to a plain decode (grammar masks, spec-v2 logprobs, hidden states), with
+    the last step's bonus tokens at hand."""
+    spec = batch.spec_info
+    return (getattr(spec, "bonus_tokens", None) is not None and not batch.has_grammar
+            and not batch.return_logprob and not batch.return_hidden_states)
+
+
+def direct_off_step(worker, batch, path, on_publish):
+    """One off step as the plain server decodes, returned as SGLang's 0-step spec-v2 result.
+
+    Spec-v2 convention: batch.seq_lens is the committed length, the last step's bonus token
+    sits at that position, and SGLang reserved its KV slot (req_to_token at seq_lens) when it
+    prepared the batch. A DECODE forward counts the token being decoded in seq_lens."""
+    import torch
+    from sglang.srt.managers.utils import GenerationBatchResult
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardMode
+    from sglang.srt.speculative.eagle_info import EagleDraftInput
+
+    committed = batch.seq_lens
+    bs = committed.shape[0]
+    saved = {name: getattr(batch, name) for name in _DIRECT_FIELDS}
+    try:
+        batch.input_ids = batch.spec_info.bonus_tokens
+        batch.out_cache_loc = worker.req_to_token_pool.req_to_token[batch.req_pool_indices, committed].to(torch.int64)
+        batch.forward_mode = ForwardMode.DECODE
+        batch.seq_lens = committed + 1
+        if batch.seq_lens_cpu is not None:
+            batch.seq_lens_cpu = batch.seq_lens_cpu + 1
+        if batch.seq_lens_sum is not None:
+            batch.seq_lens_sum = batch.seq_lens_sum + bs
+        batch.spec_info = None
+        with path.installed():
+            out = worker.target_worker.forward_batch_generation(batch, capture_hidden_mode=CaptureHiddenMode.NULL)
+    except Exception:
+        for name, value in saved.items():
+            setattr(batch, name, value)
+        raise
+    predict = out.next_token_ids.to(torch.int32)
+    result = GenerationBatchResult(
+        logits_output=out.logits_output,
+        next_token_ids=predict,
+        can_run_cuda_graph=out.can_run_cuda_graph,
+        speculative_num_draft_tokens=1,
+        next_draft_input=EagleDraftInput(bonus_tokens=predict),
+        accept_lens=torch.ones(bs, dtype=torch.int32, device=predict.device),
+        new_seq_lens=batch.seq_lens,
+        routed_experts_output=out.routed_experts_output,
+        indexer_topk_output=out.indexer_topk_output,
+        # this step's own tensors, used on the forward stream: kept as SGLang keeps its verify batch
+        extra_keep_alive_refs=[batch.out_cache_loc, batch.seq_lens],
+    )
+    if on_publish is not None:
+        on_publish(result.new_seq_lens)
+    worker._stub_skipped_draft_extend(batch, result)  # shape-valid draft state for the future map
+    return result
 
 
 def around_target_forward(orig, tp_worker, batch=None, forward_batch=None, *args, **kwargs):

@@ -9,9 +9,11 @@
 #      detached: 10 min of the soak load against the goodput policy on the dial-0.7 pair, with
 #      a policy fault injected at decision 20000 (fallback drill), probes vs plain at both ends.
 #   c  GPU 1: the soak collected; GPU 0: where the forced-off gap under continuous arrivals
-#      goes (issue 3): plain vs forced off vs decode-lean on the always-wrong pair at 64-256,
-#      10-s levels, a 40-step profile at 256 summarised by phase (trace_summary's phases_ms:
-#      the draft's prefill, batch merge/filter, result processing, the off step itself).
+#      goes (issue 3): plain vs forced off vs decode-lean vs direct (session 5's off step outside
+#      SGLang's verify step, CPU-tested only: the sweep's token-for-token check is its first GPU
+#      test) on the always-wrong pair at 1 and 64-256 requests, a 40-step profile at 256
+#      summarised by phase (trace_summary's phases_ms: the draft's prefill, batch merge/filter,
+#      result processing, the off step itself).
 #   d  after a-c (another session): the DeepSeek-V3-layout target (MLA + MoE, issue 10;
 #      `models --preset deepseek-v3 --layers 16`, CPU-built and CPU-loaded with SGLang's
 #      DeepseekV3ForCausalLM so far, never served): GPU 0: dial 0.7, GPU 1: always-wrong, four
@@ -45,9 +47,10 @@ b)
   pack_logs logs-b.tar.xz /tmp/logs-moe-dial-0.7/*.log ;;
 c)
   sweep 0 forced-off /tmp/soak-8b/target /tmp/soak-8b/draft-random \
-    plain,adaptive-spec:forced-off,adaptive-spec:forced-off-lean --concurrency 64,128,256 \
-    --time-budget-s 10 --time-budget-from 128:10 --profile-at 256 --profile-steps 40 \
-    --system-args "adaptive-spec:forced-off-lean=--adaptive-spec-force off --adaptive-spec-off-path decode-lean" &
+    plain,adaptive-spec:forced-off,adaptive-spec:forced-off-lean,adaptive-spec:forced-off-direct \
+    --concurrency 1,64,128,256 --time-budget-s 8 --time-budget-from 128:10 --profile-at 256 --profile-steps 40 \
+    --system-args "adaptive-spec:forced-off-lean=--adaptive-spec-force off --adaptive-spec-off-path decode-lean" \
+    --system-args "adaptive-spec:forced-off-direct=--adaptive-spec-force off --adaptive-spec-off-path direct" &
   SOAK_DIR=/tmp/soak-8b bash scripts/device/call_soak.sh collect
   wait
   pack_logs logs-c.tar.xz /tmp/logs-forced-off/*.log ;;

@@ -194,3 +194,102 @@ def test_decode_lean_off_steps_skip_the_verify_graph_plan(monkeypatch, off_path)
     assert all(v == (not lean) and ran is True for v, ran in by_mode["off"]), by_mode
     assert all(v is True for v, _ in by_mode["catchup"] + by_mode.get("on", []))
     assert worker._target_worker.model_runner.decode_cuda_graph_runner is verify_graph
+
+
+# ---------------------------------------------------------------------------- direct off step
+def direct_setup(monkeypatch, sampled, fail=False):
+    """A direct-path worker over real SGLang pieces where they run on CPU: a ScheduleBatch of
+    three requests (committed lengths 7, 9, 12; last bonus tokens 41, 42, 43), the real
+    EagleDraftInput, EAGLEWorkerV2's own draft-stub code; the target worker is a recorder."""
+    from sglang.srt.managers.schedule_batch import ScheduleBatch
+    from sglang.srt.managers.utils import GenerationBatchResult
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode
+    from sglang.srt.speculative import eagle_worker_v2
+    from sglang.srt.speculative.eagle_info import EagleDraftInput
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    from .test_hooks_sglang import make_req
+
+    worker = install(monkeypatch, AdaptiveSpecConfig(force="off", off_path="direct"))
+    reqs = [make_req(f"r{i}", 4) for i in range(3)]
+    for r, n in zip(reqs, (7, 9, 12)):
+        r.kv_committed_len = n
+    batch = ScheduleBatch(reqs=reqs)
+    batch.forward_mode = ForwardMode.DECODE
+    batch.spec_algorithm = SpeculativeAlgorithm.EAGLE3
+    batch.seq_lens = torch.tensor([7, 9, 12])
+    batch.seq_lens_cpu = batch.seq_lens.clone()
+    batch.seq_lens_sum = 28
+    batch.req_pool_indices = torch.tensor([2, 0, 1])
+    batch.spec_info = EagleDraftInput(bonus_tokens=torch.tensor([41, 42, 43], dtype=torch.int32))
+    batch.input_ids, batch.out_cache_loc = "untouched", "untouched"
+    # KV slot of request pool row r at position p: 1000 r + p
+    worker.req_to_token_pool = types.SimpleNamespace(
+        req_to_token=torch.arange(3)[:, None] * 1000 + torch.arange(64)[None, :])
+    seen = {}
+
+    def target_forward(b, capture_hidden_mode=None):
+        seen.update(mode=b.forward_mode, ids=b.input_ids.tolist(), lens=b.seq_lens.tolist(),
+                    lens_cpu=b.seq_lens_cpu.tolist(), lens_sum=b.seq_lens_sum, slots=b.out_cache_loc.tolist(),
+                    spec=b.spec_info, hidden=capture_hidden_mode, installed=worker._as_decode_path.active)
+        if fail:
+            raise RuntimeError("no GPU")
+        return GenerationBatchResult(logits_output=types.SimpleNamespace(), can_run_cuda_graph=True,
+                                     next_token_ids=torch.tensor(sampled))
+
+    worker.target_worker = types.SimpleNamespace(forward_batch_generation=target_forward)
+    worker.device, worker.topk = "cpu", 1
+    worker.draft_worker = types.SimpleNamespace(draft_runner=None)
+    monkeypatch.setattr(eagle_worker_v2, "get_draft_recurrent_hidden_state_spec", lambda runner: (16, torch.bfloat16))
+    worker._stub_skipped_draft_extend = types.MethodType(eagle_worker_v2.EAGLEWorkerV2._stub_skipped_draft_extend, worker)
+    return worker, batch, seen
+
+
+def test_direct_off_step_decodes_the_bonus_token_and_returns_a_one_token_spec_result(monkeypatch):
+    from sglang.srt.managers.scheduler import Scheduler
+    from sglang.srt.managers.scheduler_components.batch_result_processor import SchedulerBatchResultProcessor
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardMode
+
+    worker, batch, seen = direct_setup(monkeypatch, sampled=[5, 6, 7])
+    before = {name: getattr(batch, name) for name in hooks_offpath._DIRECT_FIELDS}
+    published = []
+    sglang_step = lambda *a, **k: pytest.fail("the direct step must not enter SGLang's verify step")  # noqa: E731
+    # SGLang's own isolation around a spec-v2 forward (0.5.16 snapshots every batch field)
+    with Scheduler._forward_isolation(types.SimpleNamespace(), batch, overlap=False):
+        result = hooks_offpath.around_forward_batch_generation(sglang_step, worker, batch, on_publish=published.append)
+    # the forward: a DECODE of the last bonus tokens at their committed positions, into the
+    # slots SGLang reserved there, through the decode path, no hidden states
+    assert seen == {"mode": ForwardMode.DECODE, "ids": [41, 42, 43], "lens": [8, 10, 13], "lens_cpu": [8, 10, 13],
+                    "lens_sum": 31, "slots": [2007, 9, 1012], "spec": None, "hidden": CaptureHiddenMode.NULL,
+                    "installed": True}  # fmt: skip
+    # the result: SGLang's 0-step shape (accept length 1, the sampled token is the next bonus)
+    assert result.adaptive_spec_mode == "off" and result.speculative_num_draft_tokens == 1
+    assert result.next_token_ids.dtype == torch.int32 and result.next_token_ids.tolist() == [5, 6, 7]
+    assert result.accept_lens.dtype == torch.int32 and result.accept_lens.tolist() == [1, 1, 1]
+    assert result.new_seq_lens.tolist() == [8, 10, 13] and published[0] is result.new_seq_lens
+    assert result.next_draft_input.bonus_tokens.tolist() == [5, 6, 7]
+    assert result.next_draft_input.topk_p.shape == (3, 1) and result.next_draft_input.hidden_states.shape == (3, 16)
+    assert worker._as_draft_stale  # the next drafting step catches the draft up first
+    # SGLang restored the batch for the scheduler
+    assert all(getattr(batch, n) is v for n, v in before.items())
+    # SGLang's own result processing commits one token per request
+    processor = types.SimpleNamespace(model_worker=types.SimpleNamespace(on_verify_complete_cpu=lambda *a, **k: None))
+    tokens = SchedulerBatchResultProcessor._resolve_spec_v2_tokens(processor, result, batch)
+    assert tokens == [[5], [6], [7]] and [r.kv_committed_len for r in batch.reqs] == [8, 10, 13]
+    assert result.num_correct_drafts_per_req_cpu == [0, 0, 0]
+
+
+def test_direct_off_step_leaves_special_batches_and_failures_to_sglangs_step(monkeypatch):
+    worker, batch, seen = direct_setup(monkeypatch, sampled=[5, 6, 7])
+    batch.return_logprob = True  # spec-v2 logprobs come from SGLang's verify step
+    ran = []
+    sglang_step = lambda w, b, *a, **k: ran.append(b) or types.SimpleNamespace()  # noqa: E731
+    assert hooks_offpath.around_forward_batch_generation(sglang_step, worker, batch).adaptive_spec_mode == "off"
+    assert ran and not seen
+    # a failing direct step: the batch is put back, SGLang's step serves it, the fallback is set
+    worker, batch, seen = direct_setup(monkeypatch, sampled=[5, 6, 7], fail=True)
+    before = {name: getattr(batch, name) for name in hooks_offpath._DIRECT_FIELDS}
+    ran.clear()
+    hooks_offpath.around_forward_batch_generation(sglang_step, worker, batch)
+    assert seen and ran and all(getattr(batch, n) is v for n, v in before.items())
+    assert "direct off step" in state.get_controller().fallback_reason
