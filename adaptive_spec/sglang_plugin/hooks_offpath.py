@@ -33,7 +33,8 @@ decode graph), and hands the scheduler the 1-token spec-v2 result SGLang's 0-ste
 have: accept length 1, the sampled token as the next bonus token, the draft stubs. The
 scheduler snapshots every batch field around a spec-v2 forward and restores them afterwards
 (`Scheduler._forward_isolation`), so the step may rewrite the batch for the decode forward.
-Batches with grammar, logprobs or hidden-state requests take the `decode` path.
+Batches with grammar, logprobs or hidden-state requests take the `decode` path; so does every
+off step after a direct step fails (logged once, visible as `off_path` in the status).
 
 Mixed batches need nothing special: every request in the batch gets the same treatment,
 requests admitted while off were prefilled with draft-extend as usual.
@@ -42,6 +43,7 @@ requests admitted while off were prefilled with draft-extend as usual.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 
@@ -143,12 +145,15 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
         on_publish = kwargs.get("on_publish", args[0] if args else None)
         try:
             result = direct_off_step(worker, batch, path, on_publish)
-        except Exception as exc:  # the batch is as it was: SGLang's step serves this one
-            ctl.fail(f"direct off step: {exc!r}")
-            return orig(worker, batch, *args, **kwargs)
-        worker._as_draft_stale = True
-        result.adaptive_spec_mode = mode
-        return result
+        except Exception as exc:
+            # experimental path: the proven `decode` off path takes over (this step included:
+            # the batch is as it was), the policy keeps deciding
+            logger.error("adaptive_spec: direct off step failed (%r); off path is now decode", exc)
+            ctl.cfg = dataclasses.replace(ctl.cfg, off_path="decode")
+        else:
+            worker._as_draft_stale = True
+            result.adaptive_spec_mode = mode
+            return result
 
     global _decode_forward_active, _decode_forward_graph
     worker.activate_step_by_batch = _already_decided  # SGLang's own call inside orig: no-op

@@ -286,10 +286,12 @@ def test_direct_off_step_leaves_special_batches_and_failures_to_sglangs_step(mon
     sglang_step = lambda w, b, *a, **k: ran.append(b) or types.SimpleNamespace()  # noqa: E731
     assert hooks_offpath.around_forward_batch_generation(sglang_step, worker, batch).adaptive_spec_mode == "off"
     assert ran and not seen
-    # a failing direct step: the batch is put back, SGLang's step serves it, the fallback is set
+    # a failing direct step: the batch is put back and the proven decode off path takes over,
+    # this step included; the policy keeps deciding (no run-wide fallback)
     worker, batch, seen = direct_setup(monkeypatch, sampled=[5, 6, 7], fail=True)
     before = {name: getattr(batch, name) for name in hooks_offpath._DIRECT_FIELDS}
     ran.clear()
-    hooks_offpath.around_forward_batch_generation(sglang_step, worker, batch)
+    result = hooks_offpath.around_forward_batch_generation(sglang_step, worker, batch)
     assert seen and ran and all(getattr(batch, n) is v for n, v in before.items())
-    assert "direct off step" in state.get_controller().fallback_reason
+    ctl = state.get_controller()
+    assert ctl.cfg.off_path == "decode" and ctl.fallback_reason is None and result.adaptive_spec_mode == "off"
