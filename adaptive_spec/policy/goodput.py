@@ -49,7 +49,8 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
 - A probe is one catch-up step plus `min_samples` steps, and its samples are merged right after
   its last result: one probe fills a cell, and the next explore moves on to the next k (3-step
   probes merged every 32 decisions needed ~4 probes and ~4 catch-ups per cell; a new batch size
-  took ~200 decisions to reach its best k, a large part of a 5-s sweep level).
+  took 226 decisions to reach its best k in the simulation test, now <= 80: a large part of a
+  5-s sweep level).
 - Deep draft positions are seen only in probes: each position's acceptance is shrunk towards
   the one before it (`PRIOR_TRIES` pseudo-tries), so two unlucky probe rounds cannot rule the
   long chains out.

@@ -198,6 +198,17 @@ _DIRECT_FIELDS = ("input_ids", "out_cache_loc", "forward_mode", "seq_lens", "seq
                   "seq_lens_sum", "spec_info")
 
 
+def _count_the_decoded_token(b) -> None:
+    """Spec-v2 to DECODE lengths on a ForwardBatch or ScheduleBatch: DECODE counts the token
+    being decoded in seq_lens (same position, same KV slot)."""
+    n = b.seq_lens.shape[0]
+    b.seq_lens = b.seq_lens + 1
+    if b.seq_lens_cpu is not None:
+        b.seq_lens_cpu = b.seq_lens_cpu + 1
+    if b.seq_lens_sum is not None:
+        b.seq_lens_sum = b.seq_lens_sum + n
+
+
 def direct_eligible(batch) -> bool:
     """What a direct off step serves: a decode batch whose requests need nothing SGLang's
     verify step adds to a plain decode (grammar masks, spec-v2 logprobs, hidden states), with
@@ -225,11 +236,7 @@ def direct_off_step(worker, batch, path, on_publish):
         batch.input_ids = batch.spec_info.bonus_tokens
         batch.out_cache_loc = worker.req_to_token_pool.req_to_token[batch.req_pool_indices, committed].to(torch.int64)
         batch.forward_mode = ForwardMode.DECODE
-        batch.seq_lens = committed + 1
-        if batch.seq_lens_cpu is not None:
-            batch.seq_lens_cpu = batch.seq_lens_cpu + 1
-        if batch.seq_lens_sum is not None:
-            batch.seq_lens_sum = batch.seq_lens_sum + bs
+        _count_the_decoded_token(batch)
         batch.spec_info = None
         with path.installed():
             out = worker.target_worker.forward_batch_generation(batch, capture_hidden_mode=CaptureHiddenMode.NULL)
@@ -271,17 +278,11 @@ def around_target_forward(orig, tp_worker, batch=None, forward_batch=None, *args
     path = getattr(worker, "_as_decode_path", None) if worker is not None else None
     if path is None:
         return orig(tp_worker, batch, forward_batch, *args, **kwargs)
-    bs = forward_batch.batch_size
     # TARGET_VERIFY: seq_lens = committed KV, the token is appended at position seq_lens.
-    # DECODE: seq_lens include the token being decoded. Same position, same KV slot.
     forward_batch.forward_mode = ForwardMode.DECODE
     forward_batch.spec_info = None
     forward_batch.capture_hidden_mode = CaptureHiddenMode.NULL
-    forward_batch.seq_lens = forward_batch.seq_lens + 1
-    if forward_batch.seq_lens_cpu is not None:
-        forward_batch.seq_lens_cpu = forward_batch.seq_lens_cpu + 1
-    if forward_batch.seq_lens_sum is not None:
-        forward_batch.seq_lens_sum = forward_batch.seq_lens_sum + bs
+    _count_the_decoded_token(forward_batch)
     forward_batch.forward_metadata_ready = False  # planned for the verify graph; re-plan
     global _decode_forward_graph
     with path.installed():

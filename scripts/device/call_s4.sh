@@ -33,17 +33,6 @@
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s4.sh a|b|c|d|e|f|g
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-560}
-# both GPUs build their pair, then sweep; $1 phase, then per GPU: pair dir, drafts, sweep name
-two_sweeps() {
-  local phase=$1 d0=$2 dr0=$3 n0=$4 d1=$5 dr1=$6 n1=$7; shift 7
-  ( export CUDA_VISIBLE_DEVICES=0; build_pair "$d0" "$dr0" "$@" ) &
-  ( export CUDA_VISIBLE_DEVICES=1; build_pair "$d1" "$dr1" "$@" ) &
-  wait
-  [ -f "$d0/draft-${dr0/:/-}/model.safetensors" ] && [ -f "$d1/draft-${dr1/:/-}/model.safetensors" ] \
-    || { tail -30 "$OUT/build.log"; exit 3; }
-  say "models built"
-}
-
 # GPU-0 probe of d/e: the always-wrong MoE pair (16 layers) served by plain, ours forced off,
 # eagle3 and ours forced on, started 25 s apart with the given --mem-fraction-static each
 # (SGLang's start-up check counts the servers already resident: d's fourth failed at 0.25);
@@ -82,7 +71,7 @@ pack_probe_logs() {
 
 case "${1:-}" in
 a)
-  two_sweeps a /tmp/dial-8b dial:0.9 dial-0.9 /tmp/soak-8b random always-wrong --preset 8b
+  build_two_pairs /tmp/dial-8b dial:0.9 /tmp/soak-8b random --preset 8b
   sweep 0 dial-0.9 /tmp/dial-8b/target /tmp/dial-8b/draft-dial-0.9 "$FOUR" \
     --system-steps adaptive-spec:goodput=7 &
   sweep 1 always-wrong /tmp/soak-8b/target /tmp/soak-8b/draft-random "$FOUR" &
@@ -91,8 +80,7 @@ a)
   grep -h "adaptive_spec decision" /tmp/logs-dial-0.9/*goodput*.log | tail -300 > "$OUT/decisions-dial-0.9.log"
   pack_logs logs-a.tar.xz /tmp/logs-dial-0.9/*.log /tmp/logs-always-wrong/*.log ;;
 b)
-  two_sweeps b /tmp/moe-16 dial:0.7 moe-dial-0.7 /tmp/moe-16r random moe-always-wrong \
-    --preset qwen3-moe --layers 16
+  build_two_pairs /tmp/moe-16 dial:0.7 /tmp/moe-16r random --preset qwen3-moe --layers 16
   RUN_FLAGS+=(--start-timeout-s 360)
   sweep 0 moe-dial-0.7 /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 "$FOUR" &
   sweep 1 moe-always-wrong /tmp/moe-16r/target /tmp/moe-16r/draft-random "$FOUR" &

@@ -27,9 +27,7 @@ source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-540}
 case "${1:-}" in
 a)
-  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/dial-8b dial:0.9 --preset 8b ) &
-  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/soak-8b random,dial:0.7 --preset 8b ) &
-  wait
+  build_two_pairs /tmp/dial-8b dial:0.9 /tmp/soak-8b random,dial:0.7 --preset 8b
   sweep 0 dial-0.9 /tmp/dial-8b/target /tmp/dial-8b/draft-dial-0.9 "$FOUR" \
     --system-steps adaptive-spec:goodput=7 &
   sweep 1 slo-dial-0.7 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
@@ -55,9 +53,7 @@ c)
   wait
   pack_logs logs-c.tar.xz /tmp/logs-forced-off/*.log ;;
 d)
-  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/ds-16 dial:0.7 --preset deepseek-v3 --layers 16 ) &
-  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/ds-16r random --preset deepseek-v3 --layers 16 ) &
-  wait
+  build_two_pairs /tmp/ds-16 dial:0.7 /tmp/ds-16r random --preset deepseek-v3 --layers 16
   RUN_FLAGS+=(--start-timeout-s 360)
   sweep 0 ds-dial-0.7 /tmp/ds-16/target /tmp/ds-16/draft-dial-0.7 "$FOUR" &
   sweep 1 ds-always-wrong /tmp/ds-16r/target /tmp/ds-16r/draft-random "$FOUR" &

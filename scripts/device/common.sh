@@ -102,6 +102,16 @@ build_pair() {
     >> "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; return 3; }
 }
 
+# Two pairs at once, one per GPU: $1 dir and $2 drafts on GPU 0, $3 and $4 on GPU 1, builder
+# flags after (the same for both); exits 3 when either build fails.
+build_two_pairs() {
+  local d0=$1 r0=$2 d1=$3 r1=$4 p0 p1; shift 4
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair "$d0" "$r0" "$@" ) & p0=$!
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair "$d1" "$r1" "$@" ) & p1=$!
+  { wait $p0 && wait $p1; } || { tail -30 "$OUT/build.log"; exit 3; }
+  say "models built"
+}
+
 # The sweep settings of the 2026-11-29 runs (closed loop, N = 1..256, 192 new tokens, 5-s
 # levels after a warm-up wave each, steady window); each call adds systems, models, output.
 SWEEP_FLAGS=(--concurrency 1,4,16,32,64,128,256 --new-tokens 192 --prompt-len 40,128 --temperature 0

@@ -418,29 +418,40 @@ def test_checkpoints_load_with_sglang_model_classes(built, tmp_path):
         assert rep[name]["hot_ok"] and rep[name]["lm_head"] == [2048, 256]
 
 
-# ---------------------------------------------------------------------------- MoE target
-@pytest.fixture(scope="module")
-def built_moe(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("synthetic-moe"))
-    assert M.main(["--out", out, "--preset", "tiny-moe", "--drafts", "aligned,dial:0.7",
+# ---------------------------------------------------------------------------- MoE targets
+def build_tiny(tmp_path_factory, preset: str) -> str:
+    out = str(tmp_path_factory.mktemp(f"synthetic-{preset}"))
+    assert M.main(["--out", out, "--preset", preset, "--drafts", "aligned,dial:0.7",
                    "--device", "cpu"]) == 0
     return out
 
 
-def test_moe_target_runs_router_and_experts_and_follows_the_cycle(built_moe):
-    shape = M.shape_from_preset("tiny-moe")
+def assert_cycle_and_dial(model_dir: str, preset: str):
+    """The reference target follows the cycle and the dial-0.7 draft simulates to 0.7; returns
+    (shape, plan, target) for further checks."""
+    shape = M.shape_from_preset(preset)
     plan = M.make_plan(shape, 0)
-    T = M.RefTarget(os.path.join(built_moe, "target"), capture=shape.capture_layers())
+    T = M.RefTarget(os.path.join(model_dir, "target"), capture=shape.capture_layers())
     ys = plan.order
-    logits, aux, _ = T.forward(ys, torch.zeros_like(ys), M.KV(T.L), self_only=True)
+    logits, _, _ = T.forward(ys, torch.zeros_like(ys), M.KV(T.L), self_only=True)
     assert torch.equal(torch.argmax(logits, dim=-1), plan.next_tok[ys])
+    r = M.simulate("", "", requests=8, new_tokens=128, steps=3, seed=11,
+                   draft=M.RefDraft(os.path.join(model_dir, "draft-dial-0.7"), T))
+    assert abs(r["acceptance"] - 0.7) <= TOL, r["acceptance"]
+    return shape, plan, T
+
+
+@pytest.fixture(scope="module")
+def built_moe(tmp_path_factory):
+    return build_tiny(tmp_path_factory, "tiny-moe")
+
+
+def test_moe_target_runs_router_and_experts_and_follows_the_cycle(built_moe):
+    shape, plan, T = assert_cycle_and_dial(built_moe, "tiny-moe")
     # the router spreads tokens over every expert: all experts really run
-    x = M.rms_norm(T.embed[ys], T.w["model.layers.0.post_attention_layernorm.weight"], T.eps)
+    x = M.rms_norm(T.embed[plan.order], T.w["model.layers.0.post_attention_layernorm.weight"], T.eps)
     routed = M._lin(x, T.w["model.layers.0.mlp.gate.weight"]).topk(shape.experts_per_tok, dim=-1).indices
     assert set(routed.unique().tolist()) == set(range(shape.experts))
-    r = M.simulate("", "", requests=8, new_tokens=128, steps=3, seed=11,
-                   draft=M.RefDraft(os.path.join(built_moe, "draft-dial-0.7"), T))
-    assert abs(r["acceptance"] - 0.7) <= TOL, r["acceptance"]
 
 
 SGLANG_LOAD_MOE = SGLANG_CPU_PREAMBLE + textwrap.dedent(r'''
@@ -492,10 +503,7 @@ def test_moe_checkpoint_loads_with_sglang_qwen3_moe(built_moe, tmp_path):
 # ---------------------------------------------------------------------------- DeepSeek-V3 target
 @pytest.fixture(scope="module")
 def built_deepseek(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("synthetic-deepseek"))
-    assert M.main(["--out", out, "--preset", "tiny-deepseek", "--drafts", "aligned,dial:0.7",
-                   "--device", "cpu"]) == 0
-    return out
+    return build_tiny(tmp_path_factory, "tiny-deepseek")
 
 
 def test_deepseek_target_layers_add_nothing_and_the_dial_holds(built_deepseek):
@@ -507,14 +515,7 @@ def test_deepseek_target_layers_add_nothing_and_the_dial_holds(built_deepseek):
     assert len(outs) == 4 + 1 + 3 * (4 + 1)  # o_proj per layer, 1 dense MLP, 3 MoE layers x (4 experts + shared)
     assert all(not w[n].any() for n in outs)
     assert w["model.layers.1.self_attn.kv_b_proj.weight"].std() > 0.01
-    shape = M.shape_from_preset("tiny-deepseek")
-    plan = M.make_plan(shape, 0)
-    T = M.RefTarget(os.path.join(built_deepseek, "target"), capture=shape.capture_layers())
-    logits, _, _ = T.forward(plan.order, torch.zeros_like(plan.order), M.KV(T.L))
-    assert torch.equal(torch.argmax(logits, dim=-1), plan.next_tok[plan.order])
-    r = M.simulate("", "", requests=8, new_tokens=128, steps=3, seed=11,
-                   draft=M.RefDraft(os.path.join(built_deepseek, "draft-dial-0.7"), T))
-    assert abs(r["acceptance"] - 0.7) <= TOL, r["acceptance"]
+    assert_cycle_and_dial(built_deepseek, "tiny-deepseek")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("sglang") is None, reason="sglang not installed")
