@@ -292,13 +292,21 @@ class _Stream:
         rec.completion_tokens = self.n
 
 
+# SGLang's HTTP server closes a keep-alive connection idle for 5 s (SGLANG_TIMEOUT_KEEP_ALIVE);
+# aiohttp keeps one for 15 s by default, so a request sent on a connection the server is just
+# closing fails with "Server disconnected" (one of 14,031 soak requests, session 6). The client
+# drops idle connections first.
+IDLE_KEEPALIVE_S = 3.0
+
+
 class Client:
     """One aiohttp session against one server (``base`` = http://127.0.0.1:PORT)."""
 
     def __init__(self, base: str, *, new_tokens: int, temperature: float = 0.0,
                  top_p: Optional[float] = None, top_k: Optional[int] = None,
                  stream: bool = True, request_timeout_s: float = 300.0,
-                 max_connections: int = 1024, extra_sampling: Optional[dict] = None):
+                 max_connections: int = 1024, extra_sampling: Optional[dict] = None,
+                 keepalive_s: float = IDLE_KEEPALIVE_S):
         self.base = check_loopback(base)
         self.new_tokens = int(new_tokens)
         self.sp = {"max_new_tokens": int(new_tokens), "temperature": float(temperature),
@@ -312,13 +320,15 @@ class Client:
         self.stream = stream
         self.request_timeout_s = request_timeout_s
         self.max_connections = max_connections
+        self.keepalive_s = keepalive_s
         self.session = None
 
     async def __aenter__(self):
         import aiohttp
 
         conn = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=0,
-                                    force_close=False, enable_cleanup_closed=True)
+                                    force_close=False, enable_cleanup_closed=True,
+                                    keepalive_timeout=self.keepalive_s)
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=10,
                                         sock_read=self.request_timeout_s)
         self.session = aiohttp.ClientSession(connector=conn, timeout=timeout, trust_env=False,

@@ -109,7 +109,8 @@ async def kv_tokens(client: lg.Client) -> Optional[int]:
 
 
 async def server_facts(client: lg.Client) -> tuple:
-    """(KV pool size in tokens, SGLang version) as the server reports them."""
+    """(KV pool size in tokens, SGLang version, tensor-parallel size or None) as the server
+    reports them."""
     _, obj = await client.get_json("/server_info", timeout=10.0)
     obj = obj if isinstance(obj, dict) else {}
     v = obj.get("max_total_num_tokens")
@@ -117,7 +118,8 @@ async def server_facts(client: lg.Client) -> tuple:
         states = obj.get("internal_states") or [{}]
         v = states[0].get("max_total_num_tokens") if isinstance(states[0], dict) else None
     kv = int(v) if isinstance(v, (int, float)) else None
-    return kv, str(obj.get("version") or "unknown")
+    tp = obj.get("tp_size")
+    return kv, str(obj.get("version") or "unknown"), int(tp) if isinstance(tp, int) else None
 
 
 async def run_probes(client: lg.Client, cfg: SoakConfig) -> List[Optional[List[int]]]:
@@ -177,7 +179,7 @@ async def soak(cfg: SoakConfig) -> dict:
         before = await run_probes(sut, cfg)
         first_use = await first_use_of_odd_requests(sut, cfg)
         await lg.wait_idle(sut, 60.0)
-        kv_max, sglang_version = await server_facts(sut)
+        kv_max, sglang_version, tp_reported = await server_facts(sut)
         kv0, rss0 = await kv_tokens(sut), session_rss_mb(cfg.sut_pid)
         samples: List[dict] = []
         odd: Dict[str, OddCount] = {n: OddCount() for n in ODD_REQUESTS}
@@ -271,7 +273,7 @@ async def soak(cfg: SoakConfig) -> dict:
         "probe_identical_at_start": same_start, "probe_identical_at_end": same_end,
         "odd_requests": {n: vars(c) for n, c in odd.items()},
         "odd_first_use": first_use,
-        "health_at_end": health, "samples": samples, "tp_size": cfg.tp_size,
+        "health_at_end": health, "samples": samples, "tp_size": tp_reported or cfg.tp_size,
         # ours: the fallback (a fault drill sets ADAPTIVE_SPEC_INJECT_FAULT) and the decisions
         "status_at_end": lg.status_ranks(status, ("fallback", "steps_histogram", "step_modes")),
     }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GPU machine nvidia-h200-x2, prepared in session 5 (2026-11-29) for the next session, NOT YET RUN:
+# GPU machine nvidia-h200-x2, prepared in session 5 (2026-11-29); a, b and c ran in session 6 (results
+# 2026-11-30-s6-*), e as a 150-s variant (`call_s6.sh c` has the full one), d not yet:
 # three back-to-back commands of ~9 min (the whole 30-min budget; a and b first).
 #   a  the goodput timing fix (step times restart at each prefill's result; probe back-off) on
 #      the dense pair where session 5 showed the sample starvation: GPU 0: dial 0.9, ours up

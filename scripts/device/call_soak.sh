@@ -16,6 +16,9 @@ S=/tmp/soak; DIAL=${SOAK_DIR:-/tmp/soak-8b}
 case "${1:-}" in
 start)
   mkdir -p "$S"
+  # a second soak on the same machine: nothing of the first may pass for this one's
+  rm -f "$S/done" "$S/soak.json" "$S/pids" "$S/driver.log"
+  for f in plain ours; do [ -f "$S/$f.log" ] && mv "$S/$f.log" "$S/$f.prev.log"; done
   export CUDA_VISIBLE_DEVICES=${SOAK_GPU:-1}
   build_pair "$DIAL" random,dial:0.7 --preset 8b || exit 3
   [ -n "${SOAK_BUILD_ONLY:-}" ] && exit 0

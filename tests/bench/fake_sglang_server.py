@@ -35,6 +35,7 @@ def parse(argv=None):
     p.add_argument("--model-path", default="fake-model")
     p.add_argument("--speculative-algorithm", default=None)
     p.add_argument("--speculative-num-steps", type=int, default=3)
+    p.add_argument("--tp-size", type=int, default=1)
     p.add_argument("--fake-delay-s", type=float, default=0.002)
     p.add_argument("--fake-startup-s", type=float, default=0.0)
     p.add_argument("--fake-exit-after-s", type=float, default=None)
@@ -68,7 +69,7 @@ class Fake:
             "speculative_algorithm": self.a.speculative_algorithm,
             "speculative_num_steps": self.a.speculative_num_steps if self.spec else None,
             "internal_states": [{"avg_spec_accept_length": float(self.k)}],
-            "max_total_num_tokens": 100000,
+            "max_total_num_tokens": 100000, "tp_size": self.a.tp_size,
         })
 
     async def loads(self, req):

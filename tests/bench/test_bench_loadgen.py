@@ -233,3 +233,41 @@ def test_steady_window_starts_when_the_first_n_requests_all_stream():
     assert res.steady_window(5) is None  # fewer requests than the concurrency
     short = lg.LoopResult(recs, t0=10.0, t_stop_issue=11.5, t_end=12.0, cut_off=0)
     assert short.steady_window(3) is None  # under a second: the caller falls back
+
+
+async def _client_ports(keepalive_s, pause_s):
+    """The client port the server saw for two GETs `pause_s` apart (server keep-alive 5 s, as
+    SGLang's)."""
+    from aiohttp import web
+
+    async def port(req):
+        return web.json_response(req.transport.get_extra_info("peername")[1])
+
+    app = web.Application()
+    app.router.add_get("/port", port)
+    runner = web.AppRunner(app, access_log=None, keepalive_timeout=5.0)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    ports = []
+    try:
+        async with lg.Client(base, new_tokens=1, keepalive_s=keepalive_s) as c:
+            for i in range(2):
+                if i:
+                    await asyncio.sleep(pause_s)
+                async with c.session.get(base + "/port") as r:
+                    ports.append(await r.json())
+    finally:
+        await runner.cleanup()
+    return ports
+
+
+def test_idle_connections_are_dropped_before_the_server_closes_them():
+    # SGLang closes idle keep-alive connections after 5 s; the client must not reuse one that
+    # old (a request on a connection being closed fails with "Server disconnected")
+    assert lg.IDLE_KEEPALIVE_S < 5.0
+    reused = run(_client_ports(keepalive_s=10.0, pause_s=0.6))
+    dropped = run(_client_ports(keepalive_s=0.2, pause_s=0.6))
+    assert reused[0] == reused[1]  # control: within the keep-alive, the connection is reused
+    assert dropped[0] != dropped[1]

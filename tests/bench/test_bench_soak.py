@@ -10,7 +10,7 @@ SHORT = ["--duration-s", "3", "--pattern-s", "1", "--high", "6", "--new-tokens",
 
 
 def test_soak_counts_everything_and_writes_a_valid_result(tmp_path, capsys):
-    plain, sut = fake_attached(), fake_attached("--speculative-algorithm", "EAGLE3")
+    plain, sut = fake_attached(), fake_attached("--speculative-algorithm", "EAGLE3", "--tp-size", "2")
     try:
         out = tmp_path / "2026-11-29-soak.json"
         rc = cli.main(["soak", "--plain", plain.url, "--sut", sut.url,
@@ -35,6 +35,7 @@ def test_soak_counts_everything_and_writes_a_valid_result(tmp_path, capsys):
     assert res["kv_used_start"] == res["kv_used_end"] == 0 and res["kv_free_end"] == 100000
     assert res["rss_mb_start"] > 0 and res["rss_mb_max"] >= res["rss_mb_start"]
     assert res["health_at_end"] == 200 and res["samples"]
+    assert res["tp_size"] == 2  # as the server reports it (no --tp-size given here)
 
 
 def test_soak_fails_when_outputs_differ_from_plain(tmp_path):
