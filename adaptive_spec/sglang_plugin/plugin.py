@@ -1,7 +1,8 @@
 """Entry point (group `sglang.srt.plugins`): SGLang calls `register()` in every process.
 
 Hooks are registered only when the launcher passed our settings (environment variable);
-a plain `python -m sglang.launch_server` with this package installed is untouched.
+a plain `python -m sglang.launch_server` with this package installed is untouched, unless
+ADAPTIVE_SPEC_PHASE_TIMING=1 asks for the phase clocks (`phase_timing.py`, a diagnostic).
 """
 
 from __future__ import annotations
@@ -36,18 +37,24 @@ def register() -> None:
         cfg = AdaptiveSpecConfig.from_env()
     except Exception as exc:  # a broken carried config must not take the process down
         logger.error("adaptive_spec: ignoring unreadable settings (%s); SGLang runs unchanged", exc)
-        return
-    if cfg is None:
-        return
+        cfg = None
     from importlib import import_module
 
+    from . import phase_timing
+
+    if cfg is None and not phase_timing.enabled():
+        return
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
-    for target, hook_path, hook_type in HOOKS:
-        module_name, fn_name = hook_path.rsplit(".", 1)
-        fn = getattr(import_module(f"{__package__}.{module_name}"), fn_name)
-        HookRegistry.register(target, fn, getattr(HookType, hook_type))
-    if cfg.verify_backend == "triton":
-        from .verify_backend import install_verify_backend
+    if cfg is not None:
+        for target, hook_path, hook_type in HOOKS:
+            module_name, fn_name = hook_path.rsplit(".", 1)
+            fn = getattr(import_module(f"{__package__}.{module_name}"), fn_name)
+            HookRegistry.register(target, fn, getattr(HookType, hook_type))
+        if cfg.verify_backend == "triton":
+            from .verify_backend import install_verify_backend
 
-        install_verify_backend("triton")
+            install_verify_backend("triton")
+    if phase_timing.enabled():  # a diagnostic, plain servers included: after ours, outermost
+        for target, fn, hook_type in phase_timing.hooks():
+            HookRegistry.register(target, fn, getattr(HookType, hook_type))

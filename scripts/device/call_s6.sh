@@ -6,7 +6,10 @@
 #      (measured faster or equal to `decode` in 9 of 14 forced-off cells, lossless, sessions 5-6):
 #      plain, eagle3 and ours forced to flap every step / every 8 steps with `decode-lean`, and
 #      forced off with it, on the always-right pair at 1, 16 and 64 requests (outputs vs plain,
-#      token for token; the flapping rows' accept length vs eagle3's).
+#      token for token; the flapping rows' accept length vs eagle3's). Every server of this sweep
+#      (plain too) runs with the phase clocks (ADAPTIVE_SPEC_PHASE_TIMING=1): wall ms per decode
+#      step by scheduler phase and level, plain vs forced-off-lean at 64 requests: where the
+#      off step's 0.83-0.86x under continuous arrivals goes (issue 3), without the profiler.
 #      GPU 1: issue 8's long run started detached: 10 min of the soak load against goodput with
 #      the lean off path (the client's keep-alive fix of session 6 in place: the one failed
 #      request of session 6 was a reused connection the server was closing).
@@ -20,23 +23,33 @@
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-540}
 LEAN="--adaptive-spec-off-path decode-lean"
+# The phase clocks' table (ms of wall time per decode step by scheduler phase, every server,
+# plain included: ADAPTIVE_SPEC_PHASE_TIMING) of the sweep logs in $1, as text and JSON.
+phases() {
+  local name; name=$(basename "$1")
+  python3 -m adaptive_spec.bench.phase_summary --json "$OUT/phases-${name#logs-}.json" "$1"/server-*.log \
+    | tee "$OUT/phases-${name#logs-}.txt"
+}
 case "${1:-}" in
 a)
   build_two_pairs /tmp/al-8b aligned /tmp/soak-8b random,dial:0.7 --preset 8b
   ( SOAK_GPU=1 SOAK_DIR=/tmp/soak-8b SOAK_S=600 SOAK_POLICY="--adaptive-spec-policy goodput $LEAN" \
       bash scripts/device/call_soak.sh start > /tmp/soak-start.txt 2>&1 ) &
-  sweep 0 lean-flapping /tmp/al-8b/target /tmp/al-8b/draft-aligned \
-    plain,eagle3,adaptive-spec:flap1-lean,adaptive-spec:flap8-lean,adaptive-spec:forced-off-lean \
-    --concurrency 1,16,64 --time-budget-s 8 \
-    --system-args "adaptive-spec:flap1-lean=--adaptive-spec-force flap:1 $LEAN" \
-    --system-args "adaptive-spec:flap8-lean=--adaptive-spec-force flap:8 $LEAN" \
-    --system-args "adaptive-spec:forced-off-lean=--adaptive-spec-force off $LEAN"
+  ( export ADAPTIVE_SPEC_PHASE_TIMING=1
+    sweep 0 lean-flapping /tmp/al-8b/target /tmp/al-8b/draft-aligned \
+      plain,eagle3,adaptive-spec:flap1-lean,adaptive-spec:flap8-lean,adaptive-spec:forced-off-lean \
+      --concurrency 1,16,64 --time-budget-s 8 \
+      --system-args "adaptive-spec:flap1-lean=--adaptive-spec-force flap:1 $LEAN" \
+      --system-args "adaptive-spec:flap8-lean=--adaptive-spec-force flap:8 $LEAN" \
+      --system-args "adaptive-spec:forced-off-lean=--adaptive-spec-force off $LEAN" )
   wait; cat /tmp/soak-start.txt
+  phases /tmp/logs-lean-flapping
   pack_logs logs-a.tar.xz /tmp/logs-lean-flapping/*.log ;;
 b)
   ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/ds-16 dial:0.7 --preset deepseek-v3 --layers 16 ) || exit 3
   RUN_FLAGS+=(--start-timeout-s 360)
-  sweep 0 ds-dial-0.7 /tmp/ds-16/target /tmp/ds-16/draft-dial-0.7 "$FOUR"
+  ( export ADAPTIVE_SPEC_PHASE_TIMING=1; sweep 0 ds-dial-0.7 /tmp/ds-16/target /tmp/ds-16/draft-dial-0.7 "$FOUR" )
+  phases /tmp/logs-ds-dial-0.7
   pack_logs logs-b.tar.xz /tmp/logs-ds-dial-0.7/*.log ;;
 c)
   export DEADLINE_S=590  # collect (~1 min) + TP start (~2 min) + 5 min of load + probes

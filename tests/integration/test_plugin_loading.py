@@ -9,9 +9,12 @@ from adaptive_spec.config import ENV_VAR, AdaptiveSpecConfig
 from .spawn_probe import probe
 
 
-def run_probe(env_value):
+def run_probe(env_value, extra_env=None):
     ctx = mp.get_context("spawn")  # SGLang spawns its scheduler processes
     old = os.environ.get(ENV_VAR)
+    extra_env = extra_env or {}
+    old_extra = {k: os.environ.get(k) for k in extra_env}
+    os.environ.update(extra_env)
     try:
         if env_value is None:
             os.environ.pop(ENV_VAR, None)
@@ -28,6 +31,11 @@ def run_probe(env_value):
         os.environ.pop(ENV_VAR, None)
         if old is not None:
             os.environ[ENV_VAR] = old
+        for k, v in old_extra.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def test_entry_point_is_declared():
@@ -46,3 +54,12 @@ def test_spawned_scheduler_process_gets_our_hooks():
 def test_without_our_settings_sglang_is_untouched():
     result = run_probe(None)
     assert result["patched"] == []
+
+
+def test_phase_timing_alone_clocks_a_plain_server_and_nothing_else():
+    # ADAPTIVE_SPEC_PHASE_TIMING without our settings (a plain server measured beside ours):
+    # only the phase clocks, none of our policy hooks
+    result = run_probe(None, {"ADAPTIVE_SPEC_PHASE_TIMING": "1"})
+    assert result["patched"] == ["next"]
+    assert "sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2.__init__" not in result["registry"]
+    assert "sglang.srt.managers.scheduler.Scheduler.run_batch" in result["registry"]

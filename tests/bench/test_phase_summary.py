@@ -1,0 +1,26 @@
+"""phase_summary reads what the phase clocks write (round trip through a real log line)."""
+from adaptive_spec.bench import phase_summary as ps
+from adaptive_spec.sglang_plugin.phase_timing import PhaseClock
+
+
+def test_the_clock_line_round_trips_into_the_table(tmp_path, capsys):
+    t = iter(x * 0.01 for x in range(10_000))
+    clock = PhaseClock(rank=0, clock=lambda: next(t))
+    for _ in range(40):
+        clock.add("run_batch", 0.004)
+        clock.add("process_decode", 0.002)
+        clock.on_decode_result(64)
+    clock.on_prefill_result()
+    log = tmp_path / "server-plain.log"
+    log.write_text("[2026-11-30 01:00:00] " + clock.window_line() + "\nother line\n")
+    (w,) = ps.windows(log)
+    assert w["decode_steps"] == 40 and w["prefills"] == 1 and w["mean_running"] == 64.0
+    assert w["ms"] == {"process_decode": 2.0, "run_batch": 4.0}
+    assert ps.main([str(log), "--json", str(tmp_path / "w.json")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[:4] == ["plain", "64", "40", "0.03"]
+
+
+def test_a_missing_log_is_one_line_and_exit_2(tmp_path, capsys):
+    assert ps.main([str(tmp_path / "nope.log")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
