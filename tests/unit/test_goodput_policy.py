@@ -502,3 +502,24 @@ def test_a_new_batch_size_reaches_the_best_step_count_within_five_explore_interv
     best = true_best_k(32, 0.9)
     settled = next(i for i in range(len(chosen)) if chosen[i:i + 100] == [best] * 100)
     assert settled <= 5 * ctl.policy.explore_interval, chosen[:settled + 1]
+
+
+def test_a_step_load_is_followed_within_five_decisions_each_way_once_both_sizes_were_seen():
+    """Issue 5's step load (1 -> 256 -> 1) with the table warm for both sizes: the decision is
+    per step from the table, so the chosen k follows the batch at once, both ways (simulated
+    costs; on the GPU the batch itself ramps over a few prefills)."""
+    p = 0.5
+    idle_best, busy_best = true_best_k(1, p), true_best_k(256, p)
+    assert (idle_best, busy_best) == (2, 0)  # the cost model gives the two sizes different answers
+    ctl = make_ctl()
+    rng = random.Random(5)
+    for bs in (1, 256, 1):
+        simulate(ctl, bs, p, 1500, rng)
+
+    def settled(chosen, best):
+        return next(i for i in range(len(chosen)) if chosen[i:i + 50] == [best] * 50)
+
+    up = simulate(ctl, 256, p, 200, rng)
+    down = simulate(ctl, 1, p, 200, rng)
+    assert settled(up, busy_best) <= 5, up[:20]
+    assert settled(down, idle_best) <= 5, down[:20]
