@@ -1,8 +1,8 @@
 """Wall time per scheduler phase, in any server (plain included): a diagnostic.
 
 `ADAPTIVE_SPEC_PHASE_TIMING=1` in a server's environment wraps a few SGLang methods with a
-wall clock (no GPU sync of ours) and logs, each time the scheduler goes idle, one line for the
-busy window that just ended:
+wall clock (no GPU sync of ours) and logs, each time the scheduler has been idle for half a
+second, one line for the busy window that just ended:
 
   adaptive_spec phases rank=0 window_s=9.8 decode_steps=612 prefills=201 mean_running=61.3
     ms_per_decode_step={"run_batch": 4.1, ...} calls_per_decode_step={...}
@@ -47,6 +47,9 @@ PHASES = (
 )
 # a window shorter than this many decode steps is start-up or a lone request: not logged
 MIN_DECODE_STEPS = 20
+# idle for this long ends a window (between sweep levels); shorter gaps (one request replacing
+# another at one stream) do not
+IDLE_GAP_S = 0.5
 
 
 def enabled() -> bool:
@@ -59,6 +62,7 @@ class PhaseClock:
     def __init__(self, rank: int = 0, clock=time.perf_counter):
         self.rank = rank
         self.clock = clock
+        self.idle_since = None
         self.reset()
 
     def reset(self) -> None:
@@ -82,23 +86,43 @@ class PhaseClock:
     def on_prefill_result(self) -> None:
         self.prefills += 1
 
-    def window_line(self) -> str | None:
-        """The log line for the window so far (None when too short to mean anything)."""
+    def window_line(self, end: float | None = None) -> str | None:
+        """The log line for the window from its first call to `end` (default: now); None when
+        too short to mean anything."""
         n = self.decode_steps
         if n < MIN_DECODE_STEPS or self.started is None:
             return None
+        end = self.clock() if end is None else end
         ms = {k: round(1000.0 * v / n, 3) for k, v in sorted(self.seconds.items())}
         calls = {k: round(v / n, 2) for k, v in sorted(self.calls.items())}
-        return (f"adaptive_spec phases rank={self.rank} window_s={self.clock() - self.started:.2f} "
+        return (f"adaptive_spec phases rank={self.rank} window_s={end - self.started:.2f} "
                 f"decode_steps={n} prefills={self.prefills} mean_running={self.running_sum / n:.1f} "
                 f"ms_per_decode_step={json.dumps(ms)} calls_per_decode_step={json.dumps(calls)}")
 
-    def flush(self) -> str | None:
-        line = self.window_line()
+    def flush(self, end: float | None = None) -> str | None:
+        line = self.window_line(end)
         if line is not None:
             logger.info(line)
         self.reset()
         return line
+
+    def on_schedule(self, idle: bool) -> None:
+        """After each scheduling decision: a window ends once the scheduler has been idle for
+        IDLE_GAP_S, seen either while still idle or at the first batch after the gap (a
+        server that sleeps when idle makes no idle calls)."""
+        now = self.clock()
+        if idle:
+            if self.idle_since is None:
+                self.idle_since = now
+            if not self.decode_steps and not self.prefills:
+                self.reset()  # the idle loop's own calls belong to no window
+            elif now - self.idle_since >= IDLE_GAP_S:
+                self.flush(end=self.idle_since)  # the window ended when the idling began
+        else:
+            if self.idle_since is not None and now - self.idle_since >= IDLE_GAP_S and self.decode_steps:
+                # this batch's own scheduling calls went to the old window (~0.1 ms)
+                self.flush(end=self.idle_since)
+            self.idle_since = None
 
 
 _clock = PhaseClock()
@@ -108,7 +132,9 @@ def _is_idle(plan, sched) -> bool:
     """After get_next_batch_to_run: nothing to run now and nothing running."""
     if getattr(plan, "batch_to_run", None) is not None:
         return False
-    running = getattr(plan, "running_batch", None) or getattr(sched, "running_batch", None)
+    running = getattr(plan, "running_batch", None)
+    if running is None:
+        running = getattr(sched, "running_batch", None)
     return running is None or running.is_empty()
 
 
@@ -141,10 +167,8 @@ def _after(label: str, args, kwargs) -> None:
 def after_get_next_batch_for_windows(plan, sched, *args, **kwargs):
     """AFTER hook on Scheduler.get_next_batch_to_run: an idle scheduler ends the window."""
     try:
-        if _clock.decode_steps or _clock.started is not None:
-            if _is_idle(plan, sched):
-                _clock.rank = int(getattr(sched, "tp_rank", 0) or 0)
-                _clock.flush()
+        _clock.rank = int(getattr(sched, "tp_rank", 0) or 0)
+        _clock.on_schedule(_is_idle(plan, sched))
     except Exception as exc:
         logger.debug("adaptive_spec phases: %r", exc)
     return None

@@ -4,6 +4,8 @@ import inspect
 import logging
 from types import SimpleNamespace
 
+import pytest
+
 from adaptive_spec.sglang_plugin import phase_timing as pt
 
 
@@ -22,41 +24,92 @@ def hook(label):
     return dict((lbl, fn) for (_, fn, _), (lbl, _) in zip(pt.hooks(), pt.PHASES))[label]
 
 
-def idle(sched=None):
-    plan = SimpleNamespace(batch_to_run=None, running_batch=Batch(0))
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    c = Clock()
+    monkeypatch.setattr(pt, "_clock", pt.PhaseClock(clock=c))
+    return c
+
+
+def schedule(idle, sched=None):
+    plan = SimpleNamespace(batch_to_run=None if idle else Batch(1), running_batch=Batch(0 if idle else 1))
     return pt.after_get_next_batch_for_windows(plan, sched or SimpleNamespace(tp_rank=1))
 
 
-def test_one_line_per_busy_window_with_time_per_decode_step(caplog, monkeypatch):
-    monkeypatch.setattr(pt, "_clock", pt.PhaseClock())
+def decode_steps(n, bs=64, prefill_every=None):
     decode, prefill, run = hook("process_decode"), hook("process_prefill"), hook("run_batch")
-    busy = SimpleNamespace(batch_to_run=Batch(64), running_batch=Batch(64))
+    for i in range(n):
+        schedule(idle=False)
+        run(lambda self, b: None, "sched", Batch(bs))
+        decode(lambda self, batch, result: None, "processor", Batch(bs), "result")
+        if prefill_every and i % prefill_every == 0:
+            prefill(lambda self, batch, result: None, "processor", Batch(2), "result")
+
+
+def lines(caplog):
+    return [r.getMessage() for r in caplog.records if "adaptive_spec phases" in r.getMessage()]
+
+
+def test_one_line_per_busy_window_with_time_per_decode_step(caplog, clock):
     with caplog.at_level(logging.INFO, logger="adaptive_spec"):
-        for i in range(30):
-            run(lambda self, b: None, "sched", Batch(64))
-            decode(lambda self, batch, result: None, "processor", Batch(64), "result")
-            if i % 3 == 0:
-                prefill(lambda self, batch, result: None, "processor", Batch(2), "result")
-            pt.after_get_next_batch_for_windows(busy, SimpleNamespace())  # busy: no line
-        assert not caplog.records
-        idle()
-        idle()  # still idle: nothing more to report
-    lines = [r.getMessage() for r in caplog.records]
-    assert len(lines) == 1
-    line = lines[0]
+        decode_steps(30, prefill_every=3)
+        schedule(idle=True)
+        clock.t += 0.2
+        schedule(idle=True)
+        assert not lines(caplog)  # a short pause is no end of window
+        clock.t += 0.4
+        schedule(idle=True)
+        clock.t += 1.0
+        schedule(idle=True)  # still idle: nothing more to report
+    (line,) = lines(caplog)
     assert line.startswith("adaptive_spec phases rank=1 ")
     assert "decode_steps=30 prefills=10 mean_running=64.0" in line
     assert '"run_batch": 1.0' in line and '"process_prefill": 0.33' in line  # calls per decode step
 
 
-def test_a_window_too_short_to_mean_anything_is_not_logged(caplog, monkeypatch):
-    monkeypatch.setattr(pt, "_clock", pt.PhaseClock())
-    decode = hook("process_decode")
+def test_one_stream_replacing_its_request_stays_one_window(caplog, clock):
     with caplog.at_level(logging.INFO, logger="adaptive_spec"):
-        for _ in range(pt.MIN_DECODE_STEPS - 1):
-            decode(lambda self, batch, result: None, "processor", Batch(1), "result")
-        idle()
-    assert not caplog.records
+        for _ in range(3):  # three requests of one stream, a few ms apart
+            decode_steps(25, bs=1)
+            schedule(idle=True)
+            clock.t += 0.003
+        clock.t += 0.6
+        schedule(idle=True)
+    (line,) = lines(caplog)
+    assert "decode_steps=75 " in line
+
+
+def test_a_server_that_sleeps_when_idle_ends_the_window_at_its_next_batch(caplog, clock):
+    # --sleep-on-idle: one idle call, then nothing until the next level's first batch
+    with caplog.at_level(logging.INFO, logger="adaptive_spec"):
+        decode_steps(40, bs=16)
+        schedule(idle=True)
+        clock.t += 5.0
+        decode_steps(30, bs=128)
+        schedule(idle=True)
+        clock.t += 0.6
+        schedule(idle=True)
+    first, second = lines(caplog)
+    assert "decode_steps=40 " in first and "mean_running=16.0" in first
+    assert "window_s=0.00 " in first  # the 5 s asleep are not part of the level
+    assert "mean_running=128.0" in second
+
+
+def test_a_window_too_short_to_mean_anything_is_not_logged(caplog, clock):
+    with caplog.at_level(logging.INFO, logger="adaptive_spec"):
+        decode_steps(pt.MIN_DECODE_STEPS - 1, bs=1)
+        schedule(idle=True)
+        clock.t += 1.0
+        schedule(idle=True)
+    assert not lines(caplog)
     assert pt._clock.decode_steps == 0  # reset all the same
 
 
