@@ -15,6 +15,7 @@ REASONS = (
     "acceptance",  # measured accept length below the floor
     "reprobe",  # short drafting window to re-measure acceptance
     "cost_model",  # goodput policy's choice
+    "probe",  # goodput policy measuring a step count (a catch-up step, then a cell's samples)
     "slo",  # goodput policy meeting a TPOT target
     "forced",  # --adaptive-spec-force
     "fallback",  # a hook or the policy failed; static behaviour for the rest of the run

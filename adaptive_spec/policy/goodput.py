@@ -292,7 +292,7 @@ class GoodputPolicy:
         self._last_goodput = goodput
         probe = self._probe(bucket, expected, max(goodput[k] for k in candidates))
         if probe is not None:
-            return Decision(probe, "cost_model")
+            return Decision(probe, "probe")
         reason = "cost_model"
         slo = self.cfg.tpot_slo_ms
         if slo is not None:

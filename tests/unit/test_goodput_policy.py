@@ -523,3 +523,26 @@ def test_a_step_load_is_followed_within_five_decisions_each_way_once_both_sizes_
     down = simulate(ctl, 1, p, 200, rng)
     assert settled(up, busy_best) <= 5, up[:20]
     assert settled(down, idle_best) <= 5, down[:20]
+
+
+def test_probes_are_told_apart_from_choices():
+    """Decision logs and the decisions metric say which drafting steps were measurements: at
+    256 requests (GPU, session 6) drafting steps ran where k=0 was chosen, and the logs could not
+    tell probes from choices."""
+    ctl = make_ctl()
+    pol = ctl.policy
+    decisions = []
+    orig = pol.decide
+
+    def spy(snap, acc):
+        d = orig(snap, acc)
+        decisions.append(d)
+        return d
+
+    pol.decide = spy
+    simulate(ctl, 256, 0.5, 600, random.Random(9))
+    probes = [d for d in decisions if d.reason == "probe"]
+    assert probes and any(d.steps > 0 for d in probes)
+    # every drafting step at a bucket where k=0 wins is a probe's, never a choice
+    assert all(d.reason == "probe" for d in decisions[100:] if d.steps > 0)
+    assert {d.reason for d in decisions} <= {"probe", "cost_model"}
