@@ -19,7 +19,10 @@
 #      logs come back either way. GPU 1: still the soak (ends ~3 min into b).
 #   c  the soak collected, then issue 9's switching soak at tensor parallel 2 over both GPUs:
 #      5 minutes of load (session 6 ran 2.5), probes vs plain at both ends, ranks compared.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s6.sh a|b|c
+#   d, e  for a later session (~9 min each): d the TP = 2 sweep (plain, eagle3, goodput) with
+#      the ranks compared; e the step load 1 -> 128 -> 1 (GPU 0) and the always-wrong sweep of
+#      the four systems (GPU 1), both with the current goodput rules.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s6.sh a|b|c|d|e
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-540}
 LEAN="--adaptive-spec-off-path decode-lean"
@@ -58,7 +61,33 @@ c)
   export SOAK_GPU=0,1 SOAK_TP=2 SOAK_DIR=/tmp/soak-8b
   SOAK_S=300 SOAK_POLICY="--adaptive-spec-policy goodput" bash scripts/device/call_soak.sh start || exit 3
   bash scripts/device/call_soak.sh collect ;;
-*) echo "usage: call_s6.sh a|b|c"; exit 2 ;;
+d)
+  # later session: issue 9's same-run sweep at --tp-size 2 with the current rules (session 3's
+  # was 0.56-0.92x of the envelope except 1.14x at 4, with older rules), ranks compared
+  build_pair /tmp/soak-8b random,dial:0.7 --preset 8b || exit 3
+  export ADAPTIVE_SPEC_RANK_CHECK_EVERY=512 NCCL_NVLS_ENABLE=0
+  sweep 0,1 tp2-dial-0.7 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,eagle3,adaptive-spec:goodput \
+    --server-arg "--tp-size 2"
+  python3 scripts/device/rank_check.py /tmp/logs-tp2-dial-0.7/server-adaptive-spec_goodput.log | tee "$OUT/rank-check.txt"
+  pack_logs logs-d.tar.xz /tmp/logs-tp2-dial-0.7/*.log ;;
+e)
+  # later session: issue 5's step load 1 -> 128 -> 1 with the current rules (GPU 0; last run in
+  # session 3) and the always-wrong sweep of the four systems (GPU 1)
+  build_two_pairs /tmp/soak-8b random,dial:0.7 /tmp/wrong-8b random --preset 8b
+  ( cd /tmp && CUDA_VISIBLE_DEVICES=0 python3 -m adaptive_spec.bench.cli sweep --pattern step \
+      --pattern-low 1 --pattern-high 128 --duration-s 45 --new-tokens 192 --prompt-len 40,128 \
+      --new-tokens-spread 0.5 --warmup-tokens 128 --drain-s 2 --start-stagger-s 10 \
+      --sample-interval-s 0.2 --deadline-s $(( $(left) - 30 )) --quiet \
+      --server-arg "--max-running-requests 260" --server-arg=--enable-metrics \
+      --system-args "adaptive-spec:goodput+=--adaptive-spec-log-decisions" \
+      --target /tmp/soak-8b/target --draft /tmp/soak-8b/draft-dial-0.7 \
+      --name step-dial-0.7 --systems plain,adaptive-spec:goodput --log-dir /tmp/logs-step \
+      --out "$OUT/sweep-step-dial-0.7.json" > /tmp/sweep-step.txt 2>&1; tail -20 /tmp/sweep-step.txt ) &
+  sweep 1 always-wrong /tmp/wrong-8b/target /tmp/wrong-8b/draft-random "$FOUR"
+  wait
+  grep -h "adaptive_spec decision" /tmp/logs-step/*.log | head -400 > "$OUT/step-decisions.log"
+  pack_logs logs-e.tar.xz /tmp/logs-step/*.log /tmp/logs-always-wrong/*.log ;;
+*) echo "usage: call_s6.sh a|b|c|d|e"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 say "done $1"
