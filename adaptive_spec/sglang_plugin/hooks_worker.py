@@ -12,6 +12,7 @@ import logging
 from ..config import AdaptiveSpecConfig
 from .hooks_offpath import register_spec_worker
 from .state import init_controller
+from .warmup import warm_sampling_kernels
 
 logger = logging.getLogger("adaptive_spec")
 
@@ -95,4 +96,5 @@ def after_eagle_worker_init(ret, worker, *args, **kwargs):
             logger.warning("adaptive_spec: Prometheus series unavailable: %r", exc)
     controller.params = PolicyParams(ctl, cfg.candidate_steps())
     logger.info("adaptive_spec: policy %s installed, candidate steps %s", cfg.policy, cfg.candidate_steps())
+    warm_sampling_kernels(cfg.verify_backend)  # a JIT compile at start, not in a serving step
     return None

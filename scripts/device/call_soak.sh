@@ -34,7 +34,7 @@ start)
     --model-path "$DIAL/target" "${SA[@]}" "${EAGLE[@]}" --speculative-draft-model-path "$DIAL/draft-dial-0.7" \
     ${SOAK_POLICY:---adaptive-spec-threshold 64 --adaptive-spec-min-accept-len 1.5} --adaptive-spec-log-decisions
   P2=$CUR_PID; CUR_PID=""; trap - EXIT; echo "$P1 $P2" > "$S/pids"
-  for port in 31000 31001; do for _ in $(seq 1 200); do
+  for port in 31000 31001; do for _ in $(seq 1 400); do  # ours may build FlashInfer's sampling kernels first
     curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 1; done; done
   cd /tmp && setsid nohup sh -c "python3 -m adaptive_spec.bench.cli soak --plain http://127.0.0.1:31000 \
     --sut http://127.0.0.1:31001 --sut-pid $P2 --vocab 128256 --duration-s ${SOAK_S:-660} \
