@@ -586,11 +586,21 @@ class Sweep:
             return
         out = Path(self.cfg.out)
         out.parent.mkdir(parents=True, exist_ok=True)
+        self.rows.sort(key=self._row_order)  # measured in rotation; stored level by level
         rows = self.rows
         st.add_ratios(rows)
         tmp = out.with_suffix(out.suffix + ".tmp")
         tmp.write_text(json.dumps(self.result(), indent=1, sort_keys=False) + "\n")
         os.replace(tmp, out)
+
+    def _row_order(self, row: dict) -> tuple:
+        """(level, system) position of a row in the configured order (stable within)."""
+        keys = [lv[1] for lv in self.levels()]
+        level = row.get("request_rate") if self.cfg.rates else row.get("concurrency")
+        li = keys.index(level) if self.cfg.pattern == "steady" and level in keys else 0
+        systems = list(self.cfg.systems)
+        si = systems.index(row["system"]) if row.get("system") in systems else len(systems)
+        return (li, si)
 
     # -- measuring ---------------------------------------------------------------------
     def time_left(self) -> float:
@@ -916,9 +926,11 @@ class Sweep:
                 if await self._warm(sp):
                     ready.append(sp)
             if c.order == "level":
-                for lv in levels:
-                    for sp in ready:
-                        await self._one(sp, lv)
+                for i, lv in enumerate(levels):
+                    # who goes first meets a level's first-use costs (kernel builds for new
+                    # shapes) and who goes last any deadline cut: rotate, level by level
+                    for j in range(len(ready)):
+                        await self._one(ready[(i + j) % len(ready)], lv)
             else:
                 for sp in ready:
                     for lv in levels:

@@ -290,3 +290,36 @@ def test_plot_and_table_of_written_result(tmp_path, fake_env, model_dirs, cli_cm
     assert png.exists() and png.read_bytes()[:4] == b"\x89PNG"
     r = run_cli(cli_cmd, "table", str(out))
     assert r.returncode == 0 and "plain" in r.stdout
+
+
+def test_systems_take_turns_going_first_level_by_level(tmp_path, model_dirs, monkeypatch):
+    """The first system at a level meets its first-use costs and the last one any deadline cut
+    (session 5's SLO server lost its 256 level that way): the order rotates; rows are stored in
+    the configured order all the same."""
+    from adaptive_spec.bench import sweep as sweep_mod
+
+    order = []
+    real_one = sweep_mod.Sweep._one
+
+    async def spy(self, sp, lv):
+        order.append((lv[1], sp.name))
+        return await real_one(self, sp, lv)
+
+    monkeypatch.setattr(sweep_mod.Sweep, "_one", spy)
+    t, _ = model_dirs
+    a = fake_attached("--model-path", str(t))
+    b = fake_attached("--model-path", str(t), "--speculative-algorithm", "EAGLE3")
+    try:
+        out = tmp_path / "2026-11-30-rot.json"
+        rc = cli.main(["sweep", "--systems", "plain,eagle3", "--attach", f"plain={a.url}",
+                       "--attach", f"eagle3={b.url}", "--concurrency", "1,2,3", "--new-tokens", "4",
+                       "--out", str(out), "--no-plot", "--no-warmup", *FAST])
+        assert rc == 0
+        res = json.loads(out.read_text())
+    finally:
+        a.stop(5)
+        b.stop(5)
+    firsts = [order[i][1] for i in range(0, len(order), 2)]
+    assert firsts == ["plain", "eagle3", "plain"], order
+    assert [(r["concurrency"], r["system"]) for r in res["rows"]] == [
+        (1, "plain"), (1, "eagle3"), (2, "plain"), (2, "eagle3"), (3, "plain"), (3, "eagle3")]
