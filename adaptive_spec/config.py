@@ -20,7 +20,8 @@ POLICIES = ("threshold", "goodput")
 FALLBACKS = ("static", "plain")
 VERIFY_BACKENDS = ("sglang", "triton")
 # decode-lean: decode, and the off step also skips SGLang's planning of the verify graph it
-# never replays (an experiment on the off step's host cost, session 4; not yet run on a GPU)
+# never replays (lossless on the GPU, sessions 5-6); direct: the target's plain decode forward
+# and sampler called outside SGLang's verify step (lossless on the GPU, session 6)
 OFF_PATHS = ("decode", "sglang", "decode-lean", "direct")  # status carries the index: append only
 
 # Upper bounds that catch typos ("--adaptive-spec-threshold 1e9") without limiting real use.

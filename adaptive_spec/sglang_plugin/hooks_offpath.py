@@ -19,13 +19,14 @@ catch-up    the first step after off steps whose decision is "draft": one step o
             rewritten (see README: limits).
 on step     SGLang's step with k draft steps, untouched.
 
-`--adaptive-spec-off-path decode-lean` (experimental; lossless on the GPU, session 5): an off
+`--adaptive-spec-off-path decode-lean` (experimental; lossless on the GPU, sessions 5-6): an off
 step also hides the spec state's verify graph runner from SGLang's verify preparation, which
 then skips planning a graph the step never replays (the decode graph plans its own). The MoE
 probe of session 4 showed our off step running plain's GPU work in twice plain's host time at
 one request; this removes one of the host costs that plain does not pay.
 
-`--adaptive-spec-off-path direct` (experimental, CPU-tested only): an off step does not enter
+`--adaptive-spec-off-path direct` (experimental; lossless on the GPU in session 6, no faster than
+`decode` under continuous arrivals, so the gap there is outside the off step): an off step does not enter
 SGLang's verify step at all (session 5's profile: `run_eagle_verify` took 5.6 ms of a 6.7-ms
 off step at one MoE request, the target forward 2.4 of it). It decodes the last step's bonus
 token as the plain server does (the target worker's own forward and sampler, through the
