@@ -22,8 +22,9 @@
 #      5 minutes of load (session 6 ran 2.5), probes vs plain at both ends, ranks compared.
 #   d, e  for a later session (~9 min each): d the TP = 2 sweep (plain, eagle3, goodput) with
 #      the ranks compared; e the step load 1 -> 128 -> 1 (GPU 0) and the always-wrong sweep of
-#      the four systems (GPU 1), both with the current goodput rules.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s6.sh a|b|c|d|e
+#      the four systems (GPU 1), both with the current goodput rules; f the chain-verify
+#      kernels vs SGLang's verify with a launch sweep (~5 min, GPU 0).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s6.sh a|b|c|d|e|f
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-540}
 LEAN="--adaptive-spec-off-path decode-lean"
@@ -90,7 +91,12 @@ e)
   wait
   grep -h "adaptive_spec decision" /tmp/logs-step/*.log | head -400 > "$OUT/step-decisions.log"
   pack_logs logs-e.tar.xz /tmp/logs-step/*.log /tmp/logs-always-wrong/*.log ;;
-*) echo "usage: call_s6.sh a|b|c|d|e"; exit 2 ;;
+f)
+  # later session, ~5 min on GPU 0: issue 6's kernels vs SGLang's verify at the sizes that matter
+  # plus the launch sweep (more programs per SM), the kernels' JIT inside the budget
+  ( cd /tmp && CUDA_VISIBLE_DEVICES=0 python3 "$REPO/benchmarks/kernel_bench.py" --bs 1,64,256 --k 3,7 \
+      --vocab 128256 --budget-s 280 --out "$OUT/kernels.json" ) 2>&1 | tail -30 ;;
+*) echo "usage: call_s6.sh a|b|c|d|e|f"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 say "done $1"
