@@ -24,3 +24,25 @@ def test_the_clock_line_round_trips_into_the_table(tmp_path, capsys):
 def test_a_missing_log_is_one_line_and_exit_2(tmp_path, capsys):
     assert ps.main([str(tmp_path / "nope.log")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def _window(running, run_ms, decode_ms, steps=40):
+    """One phase-clock log line: `steps` decode steps of `running` requests."""
+    t = iter(x * (run_ms + decode_ms) / 1000 for x in range(10_000))
+    clock = PhaseClock(rank=0, clock=lambda: next(t))
+    for _ in range(steps):
+        clock.add("run_batch", run_ms / 1000)
+        clock.add("process_decode", decode_ms / 1000)
+        clock.on_decode_result(running)
+    return clock.window_line() + "\n"
+
+
+def test_each_server_is_compared_with_plain_at_the_nearest_batch(tmp_path):
+    plain = tmp_path / "server-plain.log"
+    plain.write_text(_window(64, 4.0, 2.0) + _window(16, 1.0, 1.0))
+    ours = tmp_path / "server-adaptive-spec_forced-off.log"
+    ours.write_text(_window(60, 4.5, 3.0))
+    head, row = (ln.split() for ln in ps.differences([plain, ours]).splitlines())
+    assert row[:3] == ["adaptive-spec_forced-off", "60", "64"]  # plain's level of 64, not 16
+    cols = dict(zip(head[4:], row[4:]))
+    assert cols["run_batch"] == "+0.50" and cols["process_decode"] == "+1.00"
