@@ -38,6 +38,11 @@ def server_name(path: Path) -> str:
     return name[len("server-"):] if name.startswith("server-") else name
 
 
+def _aligned(rows: List[List[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.rjust(widths[i]) for i, c in enumerate(r)) for r in rows)
+
+
 def table(logs: List[Path]) -> str:
     head = ["server", "running", "steps", "pf/step", "ms/step"] + list(COLUMNS)
     rows = [head]
@@ -48,8 +53,7 @@ def table(logs: List[Path]) -> str:
             n = w["decode_steps"]
             rows.append([server_name(p), f"{w['mean_running']:.0f}", str(n), f"{w['prefills'] / n:.2f}",
                          f"{1000 * w['window_s'] / n:.2f}"] + [f"{w['ms'].get(c, 0):.2f}" for c in COLUMNS])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    return "\n".join("  ".join(c.rjust(widths[i]) for i, c in enumerate(r)) for r in rows)
+    return _aligned(rows)
 
 
 def differences(logs: List[Path], reference: str = "plain") -> str:
@@ -69,8 +73,7 @@ def differences(logs: List[Path], reference: str = "plain") -> str:
             step = 1000 * (w["window_s"] / w["decode_steps"] - r["window_s"] / r["decode_steps"])
             rows.append([name, f"{w['mean_running']:.0f}", f"{r['mean_running']:.0f}", f"{step:+.2f}"]
                         + [f"{w['ms'].get(c, 0) - r['ms'].get(c, 0):+.2f}" for c in COLUMNS])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    return "\n".join("  ".join(c.rjust(widths[i]) for i, c in enumerate(r)) for r in rows)
+    return _aligned(rows)
 
 
 def main(argv=None) -> int:

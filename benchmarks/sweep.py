@@ -586,21 +586,19 @@ class Sweep:
             return
         out = Path(self.cfg.out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        self.rows.sort(key=self._row_order)  # measured in rotation; stored level by level
+        self.rows.sort(key=self._row_order())  # measured in rotation; stored level by level
         rows = self.rows
         st.add_ratios(rows)
         tmp = out.with_suffix(out.suffix + ".tmp")
         tmp.write_text(json.dumps(self.result(), indent=1, sort_keys=False) + "\n")
         os.replace(tmp, out)
 
-    def _row_order(self, row: dict) -> tuple:
-        """(level, system) position of a row in the configured order (stable within)."""
-        keys = [lv[1] for lv in self.levels()]
-        level = row.get("request_rate") if self.cfg.rates else row.get("concurrency")
-        li = keys.index(level) if self.cfg.pattern == "steady" and level in keys else 0
-        systems = list(self.cfg.systems)
-        si = systems.index(row["system"]) if row.get("system") in systems else len(systems)
-        return (li, si)
+    def _row_order(self):
+        """Sort key: a row's (level, system) position in the configured order (stable within)."""
+        levels = {lv[1]: i for i, lv in enumerate(self.levels())} if self.cfg.pattern == "steady" else {}
+        systems = {name: i for i, name in enumerate(self.cfg.systems)}
+        field = "request_rate" if self.cfg.rates else "concurrency"
+        return lambda row: (levels.get(row.get(field), 0), systems.get(row.get("system"), len(systems)))
 
     # -- measuring ---------------------------------------------------------------------
     def time_left(self) -> float:

@@ -51,18 +51,9 @@ b)
   cp /tmp/metrics-dial-0.9.txt "$OUT/metrics-b.txt"
   pack_logs logs-b.tar.xz /tmp/logs-dial-0.9/*.log ;;
 c)
-  ( cd /tmp && CUDA_VISIBLE_DEVICES=0 python3 -m adaptive_spec.bench.cli sweep --pattern step \
-      --pattern-low 1 --pattern-high 128 --duration-s 45 --new-tokens 192 --prompt-len 40,128 \
-      --new-tokens-spread 0.5 --warmup-tokens 128 --drain-s 2 --start-stagger-s 10 \
-      --sample-interval-s 0.2 --deadline-s $(( $(left) - 30 )) --quiet \
-      --server-arg "--max-running-requests 260" --server-arg=--enable-metrics \
-      --system-args "adaptive-spec:goodput+=--adaptive-spec-log-decisions" \
-      --target "$SOAKD/target" --draft "$SOAKD/draft-dial-0.7" --name step-dial-0.7 \
-      --systems plain,adaptive-spec:goodput --log-dir /tmp/logs-step \
-      --out "$OUT/sweep-step-dial-0.7.json" > /tmp/sweep-step.txt 2>&1 ) &
+  step_load "$SOAKD" &
   SOAK_DIR=$SOAKD bash scripts/device/call_soak.sh collect
-  wait; tail -20 /tmp/sweep-step.txt
-  grep -h "adaptive_spec decision" /tmp/logs-step/*.log | head -400 > "$OUT/step-decisions.log"
+  wait
   pack_logs logs-c.tar.xz /tmp/logs-step/*.log ;;
 d) two_sweeps d dial:0.9 random dial-0.9 ;;  # a and b's goodput servers ran out of memory
 *) echo "usage: call_s3.sh a|b|c|d"; exit 2 ;;

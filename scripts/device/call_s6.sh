@@ -78,18 +78,9 @@ e)
   # later session: issue 5's step load 1 -> 128 -> 1 with the current rules (GPU 0; last run in
   # session 3) and the always-wrong sweep of the four systems (GPU 1)
   build_two_pairs /tmp/soak-8b random,dial:0.7 /tmp/wrong-8b random --preset 8b
-  ( cd /tmp && CUDA_VISIBLE_DEVICES=0 python3 -m adaptive_spec.bench.cli sweep --pattern step \
-      --pattern-low 1 --pattern-high 128 --duration-s 45 --new-tokens 192 --prompt-len 40,128 \
-      --new-tokens-spread 0.5 --warmup-tokens 128 --drain-s 2 --start-stagger-s 10 \
-      --sample-interval-s 0.2 --deadline-s $(( $(left) - 30 )) --quiet \
-      --server-arg "--max-running-requests 260" --server-arg=--enable-metrics \
-      --system-args "adaptive-spec:goodput+=--adaptive-spec-log-decisions" \
-      --target /tmp/soak-8b/target --draft /tmp/soak-8b/draft-dial-0.7 \
-      --name step-dial-0.7 --systems plain,adaptive-spec:goodput --log-dir /tmp/logs-step \
-      --out "$OUT/sweep-step-dial-0.7.json" > /tmp/sweep-step.txt 2>&1; tail -20 /tmp/sweep-step.txt ) &
+  step_load /tmp/soak-8b &
   sweep 1 always-wrong /tmp/wrong-8b/target /tmp/wrong-8b/draft-random "$FOUR"
   wait
-  grep -h "adaptive_spec decision" /tmp/logs-step/*.log | head -400 > "$OUT/step-decisions.log"
   pack_logs logs-e.tar.xz /tmp/logs-step/*.log /tmp/logs-always-wrong/*.log ;;
 f)
   # later session, ~5 min on GPU 0: issue 6's kernels vs SGLang's verify at the sizes that matter

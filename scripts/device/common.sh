@@ -133,6 +133,23 @@ sweep() {  # $1 GPU, $2 name, $3 target dir, $4 draft dir, $5 systems, rest: ext
   tail -32 "/tmp/sweep-$name.txt"
 }
 
+# The step load 1 -> 128 -> 1 (15 s a phase) of plain and goodput on GPU 0, pair dir $1 (its
+# dial-0.7 draft): $OUT/sweep-step-dial-0.7.json, the run's text in /tmp/sweep-step.txt, the
+# decision lines in $OUT/step-decisions.log.
+step_load() {
+  ( cd /tmp && CUDA_VISIBLE_DEVICES=0 python3 -m adaptive_spec.bench.cli sweep --pattern step \
+      --pattern-low 1 --pattern-high 128 --duration-s 45 --new-tokens 192 --prompt-len 40,128 \
+      --new-tokens-spread 0.5 --warmup-tokens 128 --drain-s 2 --start-stagger-s 10 \
+      --sample-interval-s 0.2 --deadline-s $(( $(left) - 30 )) --quiet \
+      --server-arg "--max-running-requests 260" --server-arg=--enable-metrics \
+      --system-args "adaptive-spec:goodput+=--adaptive-spec-log-decisions" \
+      --target "$1/target" --draft "$1/draft-dial-0.7" --name step-dial-0.7 \
+      --systems plain,adaptive-spec:goodput --log-dir /tmp/logs-step \
+      --out "$OUT/sweep-step-dial-0.7.json" > /tmp/sweep-step.txt 2>&1 )
+  tail -20 /tmp/sweep-step.txt
+  grep -h "adaptive_spec decision" /tmp/logs-step/*.log | head -400 > "$OUT/step-decisions.log"
+}
+
 # $OUT/$1 (tar.xz): of each server log given, our lines and errors, and SGLang's batch lines.
 pack_logs() {
   local archive=$1 f; shift
