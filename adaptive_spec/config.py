@@ -19,9 +19,11 @@ ENV_VAR = "ADAPTIVE_SPEC_CONFIG_JSON"
 POLICIES = ("threshold", "goodput")
 FALLBACKS = ("static", "plain")
 VERIFY_BACKENDS = ("sglang", "triton")
-# decode-lean: decode, and the off step also skips SGLang's planning of the verify graph it
-# never replays (lossless on the GPU, sessions 5-6); direct: the target's plain decode forward
-# and sampler called outside SGLang's verify step (lossless on the GPU, session 6)
+# decode-lean (default since session 7): decode, and the off step also skips SGLang's planning
+# of the verify graph it never replays (lossless on the GPU in sessions 5-7, flapping every
+# step included; as fast as or faster than decode in 11 of 14 forced-off cells); direct: the
+# target's plain decode forward and sampler called outside SGLang's verify step (lossless on
+# the GPU, session 6)
 OFF_PATHS = ("decode", "sglang", "decode-lean", "direct")  # status carries the index: append only
 
 # Upper bounds that catch typos ("--adaptive-spec-threshold 1e9") without limiting real use.
@@ -68,9 +70,10 @@ class AdaptiveSpecConfig:
     # What a failing hook or policy falls back to for the rest of the run.
     fallback: str = "static"
     verify_backend: str = "sglang"
-    # How a step with drafting off runs: "decode" (ours: the target's plain decode graph, no
-    # draft work) or "sglang" (SGLang's built-in 0-step state, kept for comparison).
-    off_path: str = "decode"
+    # How a step with drafting off runs: "decode-lean" (ours: the target's plain decode graph,
+    # no draft work, no verify-graph planning), "decode" (the same with SGLang's verify-graph
+    # planning), "sglang" (SGLang's built-in 0-step state, kept for comparison) or "direct".
+    off_path: str = "decode-lean"
     # Goodput policy: optional TPOT target in milliseconds.
     tpot_slo_ms: Optional[float] = None
 

@@ -64,10 +64,11 @@ _CHOICE_FLAGS = {
     "verify_backend": (VERIFY_BACKENDS, "Chain verification kernels: SGLang's (default) or ours (triton)."),
     "off_path": (
         OFF_PATHS,
-        "How a step runs with drafting off: decode (default: the target's own decode CUDA graph, no draft "
-        "work), sglang (SGLang's built-in 0-step state, for comparison) or decode-lean (decode, and "
-        "SGLang's planning of the unused verify graph skipped; experimental) or direct (the target's "
-        "plain decode forward and sampler called directly, outside SGLang's verify step; experimental).",
+        "How a step runs with drafting off: decode-lean (default: the target's own decode CUDA graph, "
+        "no draft work, SGLang's planning of the unused verify graph skipped), decode (the same with "
+        "that planning), sglang (SGLang's built-in 0-step state, for comparison) or direct (the "
+        "target's plain decode forward and sampler called directly, outside SGLang's verify step; "
+        "experimental).",
     ),
 }
 

@@ -19,8 +19,8 @@ catch-up    the first step after off steps whose decision is "draft": one step o
             rewritten (see README: limits).
 on step     SGLang's step with k draft steps, untouched.
 
-`--adaptive-spec-off-path decode-lean` (experimental; lossless on the GPU, sessions 5-6): an off
-step also hides the spec state's verify graph runner from SGLang's verify preparation, which
+`--adaptive-spec-off-path decode-lean` (the default since session 7; lossless on the GPU in
+sessions 5-7, flapping every step included): an off step also hides the spec state's verify graph runner from SGLang's verify preparation, which
 then skips planning a graph the step never replays (the decode graph plans its own). The MoE
 probe of session 4 showed our off step running plain's GPU work in twice plain's host time at
 one request; this removes one of the host costs that plain does not pay.
@@ -34,8 +34,9 @@ decode graph), and hands the scheduler the 1-token spec-v2 result SGLang's 0-ste
 have: accept length 1, the sampled token as the next bonus token, the draft stubs. The
 scheduler snapshots every batch field around a spec-v2 forward and restores them afterwards
 (`Scheduler._forward_isolation`), so the step may rewrite the batch for the decode forward.
-Batches with grammar, logprobs or hidden-state requests take the `decode` path; so does every
-off step after a direct step fails (logged once, visible as `off_path` in the status).
+Batches with grammar, logprobs or hidden-state requests take the `decode` path; every off step
+after a direct step fails takes the default `decode-lean` (logged once, visible as `off_path` in
+the status).
 
 Mixed batches need nothing special: every request in the batch gets the same treatment,
 requests admitted while off were prefilled with draft-extend as usual.
@@ -147,10 +148,10 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
         try:
             result = direct_off_step(worker, batch, path, on_publish)
         except Exception as exc:
-            # experimental path: the proven `decode` off path takes over (this step included:
-            # the batch is as it was), the policy keeps deciding
-            logger.error("adaptive_spec: direct off step failed (%r); off path is now decode", exc)
-            ctl.cfg = dataclasses.replace(ctl.cfg, off_path="decode")
+            # experimental path: the default off path takes over (this step included: the
+            # batch is as it was), the policy keeps deciding
+            logger.error("adaptive_spec: direct off step failed (%r); off path is now decode-lean", exc)
+            ctl.cfg = dataclasses.replace(ctl.cfg, off_path="decode-lean")
         else:
             worker._as_draft_stale = True
             result.adaptive_spec_mode = mode

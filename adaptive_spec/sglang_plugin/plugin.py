@@ -2,7 +2,8 @@
 
 Hooks are registered only when the launcher passed our settings (environment variable);
 a plain `python -m sglang.launch_server` with this package installed is untouched, unless
-ADAPTIVE_SPEC_PHASE_TIMING=1 asks for the phase clocks (`phase_timing.py`, a diagnostic).
+ADAPTIVE_SPEC_PHASE_TIMING=1 asks for the phase clocks (`phase_timing.py`) or
+ADAPTIVE_SPEC_SYNC_PROBE=1 for the sync counter (`sync_probe.py`): diagnostics.
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ def register() -> None:
         cfg = None
     from importlib import import_module
 
-    from . import phase_timing
+    from . import phase_timing, sync_probe
 
-    if cfg is None and not phase_timing.enabled():
+    diagnostics = [m for m in (phase_timing, sync_probe) if m.enabled()]
+    if cfg is None and not diagnostics:
         return
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
@@ -55,6 +57,6 @@ def register() -> None:
             from .verify_backend import install_verify_backend
 
             install_verify_backend("triton")
-    if phase_timing.enabled():  # a diagnostic, plain servers included: after ours, outermost
-        for target, fn, hook_type in phase_timing.hooks():
+    for diagnostic in diagnostics:  # plain servers included: after ours, outermost
+        for target, fn, hook_type in diagnostic.hooks():
             HookRegistry.register(target, fn, getattr(HookType, hook_type))

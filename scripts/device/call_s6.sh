@@ -32,7 +32,7 @@ LEAN="--adaptive-spec-off-path decode-lean"
 # plain included: ADAPTIVE_SPEC_PHASE_TIMING) of the sweep logs in $1, as text and JSON.
 phases() {
   local name; name=$(basename "$1")
-  python3 -m adaptive_spec.bench.phase_summary --json "$OUT/phases-${name#logs-}.json" "$1"/server-*.log \
+  ( cd /tmp && python3 -m adaptive_spec.bench.phase_summary --json "$OUT/phases-${name#logs-}.json" "$1"/server-*.log ) \
     | tee "$OUT/phases-${name#logs-}.txt"
 }
 case "${1:-}" in

@@ -57,7 +57,9 @@ class FakeWorker:
     def __init__(self, steps):
         self.speculative_num_steps = steps
         self.applied = []
-        self._target_worker = types.SimpleNamespace(tp_rank=0)
+        # the model runner's decode graph runner: what a decode-lean off step hides and restores
+        self._target_worker = types.SimpleNamespace(
+            tp_rank=0, model_runner=types.SimpleNamespace(decode_cuda_graph_runner=None))
 
     def build_adaptive_runtime_state(self, speculative_num_steps, speculative_num_draft_tokens, cuda_graph_bs=None):
         from sglang.srt.speculative.adaptive_runtime_state import SpecRuntimeState

@@ -286,7 +286,7 @@ def test_direct_off_step_leaves_special_batches_and_failures_to_sglangs_step(mon
     sglang_step = lambda w, b, *a, **k: ran.append(b) or types.SimpleNamespace()  # noqa: E731
     assert hooks_offpath.around_forward_batch_generation(sglang_step, worker, batch).adaptive_spec_mode == "off"
     assert ran and not seen
-    # a failing direct step: the batch is put back and the proven decode off path takes over,
+    # a failing direct step: the batch is put back and the default off path takes over,
     # this step included; the policy keeps deciding (no run-wide fallback)
     worker, batch, seen = direct_setup(monkeypatch, sampled=[5, 6, 7], fail=True)
     before = {name: getattr(batch, name) for name in hooks_offpath._DIRECT_FIELDS}
@@ -294,4 +294,4 @@ def test_direct_off_step_leaves_special_batches_and_failures_to_sglangs_step(mon
     result = hooks_offpath.around_forward_batch_generation(sglang_step, worker, batch)
     assert seen and ran and all(getattr(batch, n) is v for n, v in before.items())
     ctl = state.get_controller()
-    assert ctl.cfg.off_path == "decode" and ctl.fallback_reason is None and result.adaptive_spec_mode == "off"
+    assert ctl.cfg.off_path == "decode-lean" and ctl.fallback_reason is None and result.adaptive_spec_mode == "off"

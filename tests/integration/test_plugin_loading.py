@@ -63,3 +63,11 @@ def test_phase_timing_alone_clocks_a_plain_server_and_nothing_else():
     assert result["patched"] == ["next"]
     assert "sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2.__init__" not in result["registry"]
     assert "sglang.srt.managers.scheduler.Scheduler.run_batch" in result["registry"]
+
+
+def test_sync_probe_alone_counts_a_plain_server_and_hooks_nothing_else():
+    result = run_probe(None, {"ADAPTIVE_SPEC_SYNC_PROBE": "1"})
+    registry = result["registry"]
+    assert "sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2.__init__" not in registry
+    assert ("sglang.srt.managers.scheduler_components.batch_result_processor."
+            "SchedulerBatchResultProcessor.process_batch_result_decode") in registry

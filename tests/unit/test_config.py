@@ -13,6 +13,11 @@ def test_defaults_are_valid_and_round_trip_through_env():
     assert AdaptiveSpecConfig.from_env({}) is None
 
 
+def test_the_default_off_path_is_the_lean_decode():
+    # decided on the GPU in session 7: lossless flapping every step, >= `decode` in 11/14 cells
+    assert AdaptiveSpecConfig().off_path == "decode-lean"
+
+
 @pytest.mark.parametrize(
     "data, flag, words",
     [

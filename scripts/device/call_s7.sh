@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# GPU machine nvidia-h200-x2, session 7 (2026-11-30), after call_s6.sh a, b, c and f:
+#   a  (~4 min) where the off step waits for the GPU. Session 7's phase clocks put our
+#      forced-off-lean step at 52 requests +1.9 ms in run_batch and -1.0 ms in process_decode
+#      against plain (net +1.2 ms a step, 0.84x): the signature of a host-device sync inside the
+#      forward. Every server here runs with the sync probe (ADAPTIVE_SPEC_SYNC_PROBE=1: torch's
+#      sync debug mode, each sync counted by site and scheduler phase) at 1 and 64 requests:
+#      GPU 0 plain and forced-off-lean, GPU 1 eagle3 and forced-off-direct (which skips
+#      SGLang's verify step: a site it shares with lean is outside the verify). Throughput
+#      numbers of this call are not performance data (a stack walk per sync).
+# Still to run (call_s6.sh): d the TP = 2 sweep, e the step load and the always-wrong sweep.
+#   b  (~5.5 min) forced-off lean vs decode vs plain at 128 and 256 requests.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s7.sh a|b
+source scripts/device/common.sh
+DEADLINE_S=${DEADLINE_S:-330}
+LEAN="--adaptive-spec-off-path decode-lean"
+case "${1:-}" in
+a)
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/al-8b aligned --preset 8b ) || exit 3
+  export ADAPTIVE_SPEC_SYNC_PROBE=1 ADAPTIVE_SPEC_WARM_SAMPLING=0
+  PROBE=(--concurrency 1,64 --time-budget-s 6)
+  sweep 0 sync-off /tmp/al-8b/target /tmp/al-8b/draft-aligned plain,adaptive-spec:forced-off-lean "${PROBE[@]}" \
+    --system-args "adaptive-spec:forced-off-lean=--adaptive-spec-force off $LEAN" > /tmp/sweep0.txt &
+  sweep 1 sync-spec /tmp/al-8b/target /tmp/al-8b/draft-aligned eagle3,adaptive-spec:forced-off-direct "${PROBE[@]}" \
+    --system-args "adaptive-spec:forced-off-direct=--adaptive-spec-force off --adaptive-spec-off-path direct" > /tmp/sweep1.txt
+  wait; cat /tmp/sweep0.txt /tmp/sweep1.txt
+  for f in /tmp/logs-sync-off/server-*.log /tmp/logs-sync-spec/server-*.log; do
+    echo "== $(basename "$f"): $(grep -c "called a synchronizing" "$f") unhandled sync warnings in the log"
+    grep -h "adaptive_spec syncs" "$f" | tail -4
+  done > "$OUT/syncs.txt"
+  cut -c1-3000 "$OUT/syncs.txt"
+  pack_logs logs-sync.tar.xz /tmp/logs-sync-off/*.log /tmp/logs-sync-spec/*.log ;;
+b)
+  # (~5.5 min) the off paths head to head where they matter: plain, forced-off-lean and
+  # forced-off (`decode`) at 128 and 256 requests, 10-s levels, order rotated per level. Session
+  # 7 ran it with a 195-s deadline: three servers took ~56 s to start and no level fit.
+  export DEADLINE_S=330
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/al-8b aligned --preset 8b ) || exit 3
+  sweep 0 off-paths-busy /tmp/al-8b/target /tmp/al-8b/draft-aligned \
+    plain,adaptive-spec:forced-off-lean,adaptive-spec:forced-off-decode --concurrency 128,256 \
+    --time-budget-s 10 --time-budget-from 128:10 \
+    --system-args "adaptive-spec:forced-off-lean=--adaptive-spec-force off $LEAN" \
+    --system-args "adaptive-spec:forced-off-decode=--adaptive-spec-force off --adaptive-spec-off-path decode" ;;
+*) echo "usage: call_s7.sh a|b"; exit 2 ;;
+esac
+rm -f "$OUT/build.log"
+say "done $1"
