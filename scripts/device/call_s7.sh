@@ -10,7 +10,9 @@
 #      numbers of this call are not performance data (a stack walk per sync).
 # Still to run (call_s6.sh): d the TP = 2 sweep, e the step load and the always-wrong sweep.
 #   b  (~5.5 min) forced-off lean vs decode vs plain at 128 and 256 requests.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s7.sh a|b
+#   c  (~4 min) the sawtooth lossless check of issue 8 (goodput vs plain, every output compared).
+#   d  (~8 min) the DeepSeek-V3 layout at 64-256: goodput with the lean and the old off path.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s7.sh a|b|c|d
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-330}
 LEAN="--adaptive-spec-off-path decode-lean"
@@ -41,7 +43,36 @@ b)
     --time-budget-s 10 --time-budget-from 128:10 \
     --system-args "adaptive-spec:forced-off-lean=--adaptive-spec-force off $LEAN" \
     --system-args "adaptive-spec:forced-off-decode=--adaptive-spec-force off --adaptive-spec-off-path decode" ;;
-*) echo "usage: call_s7.sh a|b"; exit 2 ;;
+c)
+  # (~4 min) issue 8's lossless check as asked: the real policy (goodput, lean off path) under
+  # a sawtooth load 1 -> 128 (10-s period, 60 s), every greedy output vs plain's, token for token
+  export DEADLINE_S=300
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/soak-8b random,dial:0.7 --preset 8b ) || exit 3
+  ( cd /tmp && CUDA_VISIBLE_DEVICES=0 python3 -m adaptive_spec.bench.cli sweep --pattern sawtooth \
+      --pattern-low 1 --pattern-high 128 --period-s 10 --duration-s 60 --new-tokens 192 \
+      --prompt-len 40,128 --new-tokens-spread 0.5 --temperature 0 --drain-s 2 --start-stagger-s 10 \
+      --sample-interval-s 0.5 --deadline-s $(( $(left) - 20 )) --quiet \
+      --server-arg "--max-running-requests 260" --server-arg=--enable-metrics \
+      --system-args "adaptive-spec:goodput+=--adaptive-spec-log-decisions" \
+      --target /tmp/soak-8b/target --draft /tmp/soak-8b/draft-dial-0.7 --name sawtooth-dial-0.7 \
+      --systems plain,adaptive-spec:goodput --log-dir /tmp/logs-sawtooth \
+      --out "$OUT/sweep-sawtooth-dial-0.7.json" > /tmp/sweep-sawtooth.txt 2>&1 )
+  tail -12 /tmp/sweep-sawtooth.txt
+  pack_logs logs-c.tar.xz /tmp/logs-sawtooth/*.log ;;
+d)
+  # (~8 min) the DeepSeek-V3 layout at 128 and 256 requests, where session 7's goodput made
+  # 0.75x / 0.86x with the old `decode` off path: plain, eagle3, goodput with the lean default
+  # and with `decode`, phase clocks on every server (the off step's host time on MLA + MoE)
+  export DEADLINE_S=560
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/ds-16 dial:0.7 --preset deepseek-v3 --layers 16 ) || exit 3
+  RUN_FLAGS+=(--start-timeout-s 360)
+  ( export ADAPTIVE_SPEC_PHASE_TIMING=1
+    sweep 0 ds-busy /tmp/ds-16/target /tmp/ds-16/draft-dial-0.7 \
+      plain,eagle3,adaptive-spec:goodput,adaptive-spec:goodput-decode --concurrency 64,128,256 \
+      --system-args "adaptive-spec:goodput-decode=--adaptive-spec-policy goodput --adaptive-spec-off-path decode --adaptive-spec-log-decisions" )
+  ( cd /tmp && python3 -m adaptive_spec.bench.phase_summary /tmp/logs-ds-busy/server-*.log ) | tee "$OUT/phases-ds-busy.txt"
+  pack_logs logs-d.tar.xz /tmp/logs-ds-busy/*.log ;;
+*) echo "usage: call_s7.sh a|b|c|d"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 say "done $1"
