@@ -13,7 +13,10 @@
    mid-stream. Each must complete or get a proper HTTP error; the server must stay up.
 3. KV tokens in use and the resident memory of the SUT's processes (its session, when
    ``--sut-pid`` is given) are sampled; at the idle start and end they must match.
-4. The probes run again on the SUT: identical to the plain server's, token for token.
+   During every sawtooth pattern the probes also run on the SUT, mixed into the load while
+   drafting switches (``probes_under_load``): issue 8's lossless check under a sawtooth.
+4. The probes run again on the SUT: identical to the plain server's, token for token, here
+   and in every pass under load.
 
 Writes ``adaptive-spec-soak/1`` (``../shared/design/results-schema.md``). Every loop is
 bounded in time; loopback URLs only.
@@ -170,6 +173,12 @@ async def first_use_of_odd_requests(client: lg.Client, cfg: SoakConfig) -> Dict[
     return out
 
 
+def same(reference: List[Optional[List[int]]], outputs: List[Optional[List[int]]]) -> bool:
+    """Every probe completed on both sides with the same tokens."""
+    return len(reference) == len(outputs) and all(
+        x is not None and x == y for x, y in zip(reference, outputs))
+
+
 async def soak(cfg: SoakConfig) -> dict:
     mk = dict(new_tokens=cfg.new_tokens, temperature=0.0, request_timeout_s=120.0,
               max_connections=cfg.high + 64)
@@ -186,6 +195,7 @@ async def soak(cfg: SoakConfig) -> dict:
         requests = failed = 0
         first_error = None
         patterns_run: List[str] = []
+        under_load: List[dict] = []
         stop = asyncio.Event()
 
         async def sampler():
@@ -233,6 +243,8 @@ async def soak(cfg: SoakConfig) -> dict:
             sched = lg.pattern_schedule(name, cfg.low, cfg.high, cfg.pattern_s,
                                         period=cfg.pattern_s / (3 if name == "sawtooth" else 4),
                                         burst=3.0)
+            t_probe = round(time.time() - t_start, 1)
+            probes = asyncio.ensure_future(run_probes(sut, cfg)) if name == "sawtooth" else None
             res = await lg.run_closed(sut, lambda i, n=name, k=k: lg.make_prompt(
                 cfg.seed, f"soak-{n}-{k}", i, cfg.prompt_len, cfg.vocab), sched,
                 max_requests=10 ** 7, time_budget_s=max(t_load_end - time.time(), 0.1),
@@ -243,6 +255,13 @@ async def soak(cfg: SoakConfig) -> dict:
             failed += sum(1 for r in res.records if r.error is not None) + res.cut_off
             first_error = first_error or st.first_error(res.records) or (
                 "cut off: still running 30 s after issuing stopped" if res.cut_off else None)
+            if probes is not None:
+                outs = await probes  # each request bounded by the client's timeout
+                lost = sum(1 for o in outs if o is None)
+                requests += len(outs)
+                failed += lost
+                under_load.append({"pattern": name, "t_s": t_probe, "prompts": len(outs),
+                                   "failed": lost, "identical": same(ref, outs)})
         stop.set()
         await asyncio.wait(tasks, timeout=180.0)
         idle = await lg.wait_idle(sut, 120.0)
@@ -251,10 +270,8 @@ async def soak(cfg: SoakConfig) -> dict:
         health, _ = await sut.get_json("/health", timeout=10.0)
         _, status = await sut.get_json(lg.STATUS_PATH, timeout=10.0)
 
-    def same(a, b):
-        return all(x is not None and x == y for x, y in zip(a, b))
-
     same_start, same_end = same(ref, before), same(ref, after)
+    same_under_load = all(p["identical"] for p in under_load)
     odd_failed = sum(c.failed for c in odd.values())
     return {
         "schema": "adaptive-spec-soak/1", "date": time.strftime("%Y-%m-%d"),
@@ -269,8 +286,9 @@ async def soak(cfg: SoakConfig) -> dict:
         "rss_mb_start": rss0, "rss_mb_end": rss1,
         "rss_mb_max": max((s["rss_mb"] for s in samples if s["rss_mb"] is not None), default=None),
         "probe_prompts": cfg.probes,
-        "probe_identical_to_plain": same_start and same_end,
+        "probe_identical_to_plain": same_start and same_end and same_under_load,
         "probe_identical_at_start": same_start, "probe_identical_at_end": same_end,
+        "probes_under_load": under_load,
         "odd_requests": {n: vars(c) for n, c in odd.items()},
         "odd_first_use": first_use,
         "health_at_end": health, "samples": samples, "tp_size": tp_reported or cfg.tp_size,

@@ -32,6 +32,11 @@ def test_soak_counts_everything_and_writes_a_valid_result(tmp_path, capsys):
     assert set(first) == set(odd) and all(v["seconds"] >= 0 for v in first.values())
     assert first["logprobs"]["result"] == "completed" and first["top-p-tiny"]["result"] == "http_error"
     assert res["probe_identical_to_plain"] is True
+    # the probes also ran under every sawtooth pattern, mixed into the load, and matched
+    under = res["probes_under_load"]
+    assert len(under) == res["patterns"].count("sawtooth") >= 1
+    assert all(p["pattern"] == "sawtooth" and p["prompts"] == 8 and p["failed"] == 0
+               and p["identical"] for p in under)
     assert res["kv_used_start"] == res["kv_used_end"] == 0 and res["kv_free_end"] == 100000
     assert res["rss_mb_start"] > 0 and res["rss_mb_max"] >= res["rss_mb_start"]
     assert res["health_at_end"] == 200 and res["samples"]
@@ -49,6 +54,7 @@ def test_soak_fails_when_outputs_differ_from_plain(tmp_path):
         sut.stop(5)
     res = json.loads(out.read_text())
     assert rc == 1 and res["probe_identical_to_plain"] is False
+    assert res["probe_identical_at_start"] is False
     assert res["rss_mb_start"] is None  # no --sut-pid: memory not sampled
 
 
