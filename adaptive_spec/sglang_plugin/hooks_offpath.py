@@ -20,8 +20,9 @@ catch-up    the first step after off steps whose decision is "draft": one step o
 on step     SGLang's step with k draft steps, untouched.
 
 `--adaptive-spec-off-path decode-lean` (the default since session 7; lossless on the GPU in
-sessions 5-7, flapping every step included): an off step also hides the spec state's verify graph runner from SGLang's verify preparation, which
-then skips planning a graph the step never replays (the decode graph plans its own). The MoE
+sessions 5-7, flapping every step included): an off step also hides the spec state's verify
+graph runner from SGLang's verify preparation, which then skips planning a graph the step never
+replays (the decode graph plans its own). The MoE
 probe of session 4 showed our off step running plain's GPU work in twice plain's host time at
 one request; this removes one of the host costs that plain does not pay.
 

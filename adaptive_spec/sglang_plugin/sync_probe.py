@@ -9,10 +9,12 @@ scheduler phase it happened in. Every PROBE_LOG_EVERY_S it logs one line:
     sites={"run_batch|eagle_worker_v2.py:412 f <- ...": 5120, ...}
 
 Why: the phase clocks (session 7) showed our off step at 52 requests spending +1.9 ms in
-`run_batch` and -1.0 ms in `process_decode` against plain: the signature of a host-device sync
-inside the forward (the CPU waits early, the overlap scheduler's GPU queue runs dry). A plain
-server should show no per-step sync outside result processing; every site the off step adds
-is a candidate. Slow while on (a Python stack walk per sync): never for performance runs.
+`run_batch` and -1.0 ms in `process_decode` against plain, which could have been a host-device
+sync inside the forward (the CPU waits early, the overlap scheduler's GPU queue runs dry). On
+the H200 (session 7) it counted zero syncs in plain, eagle3 and our off steps, so that gap is
+host time, not a stall. Torch's sync debug mode sees .item(), .tolist(), .cpu(), nonzero,
+blocking copies and stream syncs, not event waits (SGLang's `copy_done`). Costs a Python stack
+walk per sync found; nothing where there are none.
 """
 
 from __future__ import annotations
