@@ -617,7 +617,9 @@ def main(argv=None):
                     rows.append(dict(point, us_median=round(med, 2), us_p90=round(p90, 2), reps=reps))
                 except Exception as exc:  # noqa: BLE001
                     record_error(point, exc)
-            for blk, nw in ((4096, 4), (2048, 4), (8192, 8), (4096, 8)):
+            # (8192, 8), 4 vectors per thread with register spills, faulted on the H200 in
+            # session 7 and took the rest of the run with it: not swept again
+            for blk, nw in ((2048, 4), (4096, 4), (1024, 4), (4096, 8)):
                 for scenario, lg, cd in (("draft~target", logits, cand_s), ("flat", flat, cand_f)):
                     point = dict(base, op="chain_verify_sampling:tune", scenario=scenario,
                                  sampling="temperature+top_p", impl=f"triton[block={blk},warps={nw}]")

@@ -701,12 +701,13 @@ def _outputs(bsz, d, device, predicts, accept_index, accept_token_num):
 
 
 def _tile(block_size: Optional[int], num_warps: int, elem_size: int, lanes: Optional[int],
-          v: int):
+          v: int, vectors: int = 4):
     """(block_size, U, S) of a [U, S] tile: S lanes = one 16-byte vector per thread, U vectors
-    per thread per tile; the default tile is 4 vectors per thread (at most the vocabulary)."""
+    per thread per tile; the default tile is `vectors` vectors per thread (at most the
+    vocabulary)."""
     vector_lanes = num_warps * 32 * max(1, 16 // elem_size)
     if block_size is None:
-        block_size = min(4 * vector_lanes, _p2(v))
+        block_size = min(vectors * vector_lanes, _p2(v))
     if block_size & (block_size - 1):
         raise ValueError("block_size must be a power of two")
     lanes = min(vector_lanes if lanes is None else lanes, block_size)
@@ -837,7 +838,11 @@ def chain_verify_sampling(
     few_rows = bsz * d < _num_sms(device)  # one program per row: give each row more threads
     if num_warps is None:
         num_warps = 8 if few_rows else 4
-    block_size, u, lanes = _tile(block_size, num_warps, logits.element_size(), lanes, v)
+    # 2 vectors per thread: no register spills on sm_90 with every option on (4 vectors: 255
+    # registers and spills; with 8 warps that launch failed on the H200, session 7,
+    # cudaErrorInvalidAddressSpace on 256 rows of N(0,1) logits), and the faster tile in the
+    # H200 launch sweep: 133 vs 145 us at one request (8 warps), 1,186 vs 1,340 us at 64 (4 warps)
+    block_size, u, lanes = _tile(block_size, num_warps, logits.element_size(), lanes, v, vectors=2)
     if cap & (cap - 1) or cap < 16:
         raise ValueError("cap must be a power of two >= 16")
     ci = min(32, cap)

@@ -6,7 +6,10 @@ specific PTX found (tensor-memory, wgmma, TMA bulk copies, register reconfigurat
 """
 import json
 import os
+import re
+import subprocess
 import sys
+import tempfile
 
 os.environ.pop("TRITON_INTERPRET", None)
 
@@ -23,11 +26,27 @@ def _sig(fn, types, consts):
     return {n: ("constexpr" if n in consts else types.get(n, "i32")) for n in fn.arg_names}
 
 
+PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+
+
+def _spill_bytes(ptx: str, arch: int):
+    """Spill stores + loads that ptxas -v reports for the PTX (None if ptxas cannot say)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+        f.write(ptx)
+    try:
+        r = subprocess.run([PTXAS, "-v", f"-arch=sm_{arch}a" if arch == 90 else f"-arch=sm_{arch}",
+                            f.name, "-o", os.devnull], capture_output=True, text=True, timeout=120)
+    finally:
+        os.unlink(f.name)
+    m = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", r.stderr)
+    return sum(int(a) + int(b) for a, b in m) if m else None
+
+
 def _compile(fn, types, consts, arch, num_warps):
     src = ASTSource(fn=fn, signature=_sig(fn, types, consts), constexprs=consts)
     k = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
     ptx = k.asm["ptx"]
-    return k.metadata.shared, [w for w in FORBIDDEN if w in ptx]
+    return k.metadata.shared, [w for w in FORBIDDEN if w in ptx], _spill_bytes(ptx, arch)
 
 
 def main(archs):
@@ -46,20 +65,23 @@ def main(archs):
                 thr_single="fp32", thr_acc="fp32")
     for arch in archs:
         for dt, blk, nw in (("*bf16", 4096, 4), ("*fp32", 2048, 4)):
-            shared, bad = _compile(cv._greedy_chain_kernel, dict(greedy, logits_ptr=dt),
-                                   dict(D_P2=4, NS_P2=8, U=4, S=blk // 4, WRITE_LENS=True),
-                                   arch, nw)
+            shared, bad, spills = _compile(cv._greedy_chain_kernel, dict(greedy, logits_ptr=dt),
+                                           dict(D_P2=4, NS_P2=8, U=4, S=blk // 4, WRITE_LENS=True),
+                                           arch, nw)
             print(json.dumps(dict(arch=arch, kernel="greedy", dtype=dt, shared=shared,
-                                  forbidden=bad)))
-        for dt, classic in (("*bf16", False), ("*fp16", True)):
+                                  forbidden=bad, spill_bytes=spills)))
+        # the sampling launches chain_verify_sampling picks: 4 warps, and 8 warps when there are
+        # fewer rows than SMs (the "-few-rows" variant), both 2 vectors per thread
+        for name, dt, classic, u, lanes, nw in (("sampling", "*bf16", False, 2, 1024, 4),
+                                                ("sampling-classic", "*fp16", True, 2, 1024, 4),
+                                                ("sampling-few-rows", "*bf16", False, 2, 2048, 8)):
             consts = dict(D_P2=4, HAS_TEMP=True, HAS_TOPK=True, HAS_TOPP=True,
-                          HAS_MINP=True, CLASSIC=classic, WRITE_LENS=True, U=4, S=1024,
+                          HAS_MINP=True, CLASSIC=classic, WRITE_LENS=True, U=u, S=lanes,
                           CAP=128, CI=32)
-            shared, bad = _compile(cv._sample_chain_kernel, dict(samp, logits_ptr=dt), consts,
-                                   arch, 4)
-            print(json.dumps(dict(arch=arch, kernel="sampling" + ("-classic" if classic else ""),
-                                  dtype=dt, shared=shared, forbidden=bad)))
-
+            shared, bad, spills = _compile(cv._sample_chain_kernel, dict(samp, logits_ptr=dt),
+                                           consts, arch, nw)
+            print(json.dumps(dict(arch=arch, kernel=name, dtype=dt, shared=shared,
+                                  forbidden=bad, spill_bytes=spills)))
 
 if __name__ == "__main__":
     main([int(a) for a in sys.argv[1:]] or [90, 120])
