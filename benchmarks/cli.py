@@ -126,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     g = s.add_argument_group("bounds")
     g.add_argument("--time-budget-s", type=float, default=6.0,
                    help="per level and system: no new request after this")
+    g.add_argument("--repeat", type=int, default=1, metavar="R",
+                   help="measure each level R times in a row (systems rotated each time); rows "
+                        "get 'repeat' and the result 'paired_vs_plain': each system's tok/s over "
+                        "plain's in the same repeat, mean and 95%% interval over the repeats")
     g.add_argument("--time-budget-from", type=_budgets, default={}, metavar="N:S,...",
                    help="longer levels at high load: from concurrency N on, S seconds "
                         "(e.g. 128:8,256:10)")
@@ -251,7 +255,8 @@ def _config_from(a: argparse.Namespace, argv: List[str]):
         builtin_adaptive_config=a.builtin_adaptive_config,
         mem_fraction_static=a.mem_fraction_static, max_total_tokens=a.max_total_tokens,
         start_mode=a.start_mode, start_stagger_s=a.start_stagger_s,
-        start_timeout_s=a.start_timeout_s, order=a.order, time_budget_s=a.time_budget_s,
+        start_timeout_s=a.start_timeout_s, order=a.order, repeat=a.repeat,
+        time_budget_s=a.time_budget_s,
         time_budget_from=a.time_budget_from,
         drain_s=a.drain_s, requests_per_level=a.requests_per_level,
         max_requests_cap=a.max_requests, warmup=not a.no_warmup,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from .loadgen import BenchError
-from .stats import envelope
+from .stats import envelope, mean_over_repeats
 
 COLORS = {"plain": "#1f77b4", "eagle3": "#ff7f0e", "builtin-adaptive": "#2ca02c"}
 OURS_COLORS = ["#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
@@ -51,6 +51,8 @@ def plot_result(d: dict, out: str, title: str = "") -> str:
         raise BenchError("matplotlib is not installed: pip install 'adaptive-spec[plot]' "
                          "(or pip install matplotlib)") from None
     rows = [r for r in d.get("rows", []) if isinstance(r, dict)]
+    if any(r.get("repeat") is not None for r in rows):
+        rows = mean_over_repeats(rows)  # --repeat: one point per system and level
     wl = d.get("workload") or {}
     kind = wl.get("kind", "closed")
     open_loop = kind == "open"
@@ -74,7 +76,7 @@ def plot_result(d: dict, out: str, title: str = "") -> str:
             return r.get("phase")
         return r.get("request_rate") if open_loop else r.get("concurrency")
 
-    def xkey_of(k):  # envelope key: (concurrency, request_rate, phase)
+    def xkey_of(k):  # envelope key: (concurrency, request_rate, phase, repeat)
         return k[2] if step_x else (k[1] if open_loop else k[0])
 
     ax_t, ax_p = axes[0]

@@ -272,7 +272,9 @@ def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
 
 
 def _level_key(row: dict):
-    return (row.get("concurrency"), row.get("request_rate"), row.get("phase"))
+    """(concurrency, request_rate, phase, repeat): with --repeat, ratios pair the k-th
+    measurement of a system with plain's k-th at the same level."""
+    return (row.get("concurrency"), row.get("request_rate"), row.get("phase"), row.get("repeat"))
 
 
 def envelope(rows: Sequence[dict], systems=("plain", "eagle3"),
@@ -297,6 +299,53 @@ def add_ratios(rows: List[dict]) -> None:
         re_ = ratio(v, env.get(k))
         r["tok_s_vs_plain"] = round(rp, 4) if rp is not None else None
         r["tok_s_vs_envelope"] = round(re_, 4) if re_ is not None else None
+
+
+def paired_ratios(rows: Sequence[dict]) -> List[dict]:
+    """Per system and level measured more than once (--repeat): output tok/s over plain's in
+    the same repeat, with the mean and the half-width of its 95% t interval. Repeats run back
+    to back, so slow drift (clocks, fragmentation, the machine's other GPU) hits both sides of
+    a pair alike; the interval is over repeats, not over requests."""
+    out = []
+    groups: Dict[tuple, List[float]] = {}
+    plain = {_level_key(r): r.get("output_tok_s") for r in rows if r.get("system") == "plain"}
+    for r in rows:
+        if r.get("system") == "plain" or r.get("repeat") is None:
+            continue
+        q = ratio(r.get("output_tok_s"), plain.get(_level_key(r)))
+        if q is not None:
+            groups.setdefault((r["system"], r.get("concurrency"), r.get("request_rate")), []).append(q)
+    for (system, n, rate), qs in groups.items():
+        m = sum(qs) / len(qs)
+        ci = None
+        if len(qs) >= 2:
+            sd = (sum((q - m) ** 2 for q in qs) / (len(qs) - 1)) ** 0.5
+            ci = _t95(len(qs) - 1) * sd / len(qs) ** 0.5
+        row = {"system": system, "concurrency": n, "repeats": len(qs),
+               "ratios": [round(q, 4) for q in qs], "mean": round(m, 4),
+               "ci95": round(ci, 4) if ci is not None else None}
+        if rate is not None:
+            row["request_rate"] = rate
+        out.append(row)
+    return out
+
+
+def mean_over_repeats(rows: Sequence[dict], keys=("output_tok_s", "tpot_ms_p50")) -> List[dict]:
+    """One row per (system, level): the mean of `keys` over its repeats (for plots)."""
+    merged: Dict[tuple, dict] = {}
+    counts: Dict[tuple, int] = {}
+    for r in rows:
+        k = (r.get("system"),) + _level_key(r)[:3]
+        if k not in merged:
+            merged[k] = {kk: v for kk, v in r.items() if kk != "repeat"}
+            counts[k] = 1
+            continue
+        counts[k] += 1
+        for key in keys:
+            a, b = merged[k].get(key), r.get(key)
+            if a is not None and b is not None:
+                merged[k][key] = a + (b - a) / counts[k]  # running mean
+    return list(merged.values())
 
 
 def common_prefix_equal(a: Sequence[int], b: Sequence[int]) -> bool:

@@ -39,6 +39,7 @@ from .servers import (SGLANG_LAUNCHER, OURS_LAUNCHER, ServerDied, ServerGroup, S
                       parse_system_args, spec_args, system_def, valid_system_name)
 
 DEFAULT_SYSTEMS = ["plain", "eagle3", "builtin-adaptive", "adaptive-spec:threshold"]
+MAX_REPEAT = 20
 DEFAULT_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128, 256]
 SERVER_INFO_KEYS = (
     "version", "model_path", "speculative_algorithm", "speculative_num_steps",
@@ -85,6 +86,7 @@ class SweepConfig:
     start_stagger_s: float = 15.0
     start_timeout_s: float = 420.0
     order: str = "level"                      # level|system (parallel mode)
+    repeat: int = 1                           # closed/open levels: each measured this many times in a row
     time_budget_s: float = 6.0
     time_budget_from: Dict[int, float] = field(default_factory=dict)  # {N: s}: levels >= N
     drain_s: float = 4.0
@@ -324,6 +326,10 @@ class Sweep:
             raise BenchError(f"--start-mode {c.start_mode!r}: parallel or serial")
         if c.order not in ("level", "system"):
             raise BenchError(f"--order {c.order!r}: level or system")
+        if not 1 <= c.repeat <= MAX_REPEAT:
+            raise BenchError(f"--repeat must be in 1..{MAX_REPEAT}")
+        if c.repeat > 1 and c.pattern != "steady":
+            raise BenchError("--repeat is for closed/open levels, not load patterns")
         if c.spec_steps < 1:
             raise BenchError("--spec-steps must be >= 1")
         for name, k in c.system_steps.items():
@@ -568,6 +574,8 @@ class Sweep:
             res["timeline"] = []
         if c.temperature == 0 and "plain" in self.outputs:
             res["lossless"] = st.lossless_check(self.outputs)
+        if c.repeat > 1:
+            res["paired_vs_plain"] = st.paired_ratios(self.rows)
         if self.skipped:
             res["skipped"] = self.skipped
         if self.notes:
@@ -594,11 +602,13 @@ class Sweep:
         os.replace(tmp, out)
 
     def _row_order(self):
-        """Sort key: a row's (level, system) position in the configured order (stable within)."""
+        """Sort key: a row's (level, repeat, system) position in the configured order (stable
+        within)."""
         levels = {lv[1]: i for i, lv in enumerate(self.levels())} if self.cfg.pattern == "steady" else {}
         systems = {name: i for i, name in enumerate(self.cfg.systems)}
         field = "request_rate" if self.cfg.rates else "concurrency"
-        return lambda row: (levels.get(row.get(field), 0), systems.get(row.get("system"), len(systems)))
+        return lambda row: (levels.get(row.get(field), 0), row.get("repeat", 0),
+                            systems.get(row.get("system"), len(systems)))
 
     # -- measuring ---------------------------------------------------------------------
     def time_left(self) -> float:
@@ -614,10 +624,10 @@ class Sweep:
     def levels(self) -> List[tuple]:
         c = self.cfg
         if c.rates:
-            return [("open", r) for r in c.rates]
+            return [("open", r) for r in c.rates for _ in range(c.repeat)]
         if c.pattern != "steady":
             return [(c.pattern, None)]
-        return [("closed", n) for n in c.concurrency]
+        return [("closed", n) for n in c.concurrency for _ in range(c.repeat)]
 
     def level_budget_s(self, level: tuple) -> float:
         """Issuing time of a closed/open level: --time-budget-s, or the --time-budget-from
@@ -761,6 +771,9 @@ class Sweep:
                 row["output_tok_s_whole"] = st.output_tok_s(recs, res.window)
             self._server_side(row, samples)
             row["level_wall_s"] = round(time.time() - t_wall, 2)
+            if c.repeat > 1:  # the k-th measurement of this system at this level (pairs with plain's k-th)
+                row["repeat"] = sum(1 for r in self.rows if r["system"] == name
+                                    and _level_of(r) == _level_of(row))
             err = st.first_error(recs)
             if err:
                 row["first_error"] = err[:200]
@@ -1058,6 +1071,10 @@ def _row_text(r: dict) -> str:
     return s
 
 
+def _level_of(row: dict) -> tuple:
+    return (row.get("concurrency"), row.get("request_rate"))
+
+
 def table(result: dict) -> str:
     """Plain-text table of a result's rows (one line per row)."""
     hdr = f"{'system':<26} {'N':>5} {'rate':>6} {'tok/s':>9} {'+-95%':>6} {'vs env':>7} " \
@@ -1072,6 +1089,10 @@ def table(result: dict) -> str:
             f"{_fmt(r.get('tpot_ms_p50')):>7} {_fmt(r.get('tpot_ms_p99')):>7} "
             f"{_fmt(r.get('ttft_ms_p50')):>8} {_fmt(r.get('mean_accept_len'), 2):>6} "
             f"{r.get('errors', 0):>4}")
+    for p in result.get("paired_vs_plain", []):
+        lines.append(f"paired {p['system']} N={p['concurrency']}: {p['mean']:.3f}x plain "
+                     f"+- {p['ci95']:.3f} over {p['repeats']} repeats "
+                     f"(each {', '.join(f'{x:.3f}' for x in p['ratios'])})")
     ll = result.get("lossless")
     if ll:
         for k, v in ll.items():

@@ -9,7 +9,7 @@
 #      SGLang's verify step: a site it shares with lean is outside the verify). Throughput
 #      numbers of this call are not performance data (a stack walk per sync).
 # Still to run (call_s6.sh): d the TP = 2 sweep, e the step load and the always-wrong sweep.
-#   b  (~7 min) forced off with lean, decode and direct vs plain at 128 and 256, phase clocks.
+#   b  (~7 min) forced off (lean, direct) vs plain at 64 and 256, 3 paired repeats, phase clocks.
 #   c  (~4 min) the sawtooth lossless check of issue 8 (goodput vs plain, every output compared).
 #   d  (~8 min) the DeepSeek-V3 layout at 64-256: goodput with the lean and the old off path.
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s7.sh a|b|c|d
@@ -33,18 +33,18 @@ a)
   cut -c1-3000 "$OUT/syncs.txt"
   pack_logs logs-sync.tar.xz /tmp/logs-sync-off/*.log /tmp/logs-sync-spec/*.log ;;
 b)
-  # (~7 min) the off paths head to head where they matter: plain and forced off with lean,
-  # decode and direct at 128 and 256 requests, 10-s levels, order rotated per level, phase
-  # clocks on every server (direct's were never taken). Session 7 ran a 3-server version with a
-  # 195-s deadline: the servers took ~56 s to start and no level fit.
+  # (~7 min) the off paths head to head where they matter, measured so that a 2% difference
+  # shows: plain and forced off with lean (the default) and direct at 64 and 256 requests,
+  # each level 3 times in a row (--repeat: systems rotated, each ratio paired with plain's in
+  # the same repeat, mean +- 95% over repeats), phase clocks on every server (direct's were
+  # never taken). Session 7 ran a 3-server version with a 195-s deadline: no level fit.
   export DEADLINE_S=440
   ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/al-8b aligned --preset 8b ) || exit 3
   ( export ADAPTIVE_SPEC_PHASE_TIMING=1
     sweep 0 off-paths-busy /tmp/al-8b/target /tmp/al-8b/draft-aligned \
-      plain,adaptive-spec:forced-off-lean,adaptive-spec:forced-off-decode,adaptive-spec:forced-off-direct \
-      --concurrency 128,256 --time-budget-s 10 --time-budget-from 128:10 \
-      --system-args "adaptive-spec:forced-off-lean=--adaptive-spec-force off $LEAN" \
-      --system-args "adaptive-spec:forced-off-decode=--adaptive-spec-force off --adaptive-spec-off-path decode" \
+      plain,adaptive-spec:forced-off-lean,adaptive-spec:forced-off-direct \
+      --concurrency 64,256 --repeat 3 --time-budget-s 8 --time-budget-from 128:8 \
+      --system-args "adaptive-spec:forced-off-lean=--adaptive-spec-force off" \
       --system-args "adaptive-spec:forced-off-direct=--adaptive-spec-force off --adaptive-spec-off-path direct" )
   ( cd /tmp && python3 -m adaptive_spec.bench.phase_summary /tmp/logs-off-paths-busy/server-*.log ) \
     | tee "$OUT/phases-off-paths-busy.txt"

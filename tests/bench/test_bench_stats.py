@@ -129,7 +129,7 @@ def test_ratios_and_envelope():
         {"system": "builtin-adaptive", "concurrency": 256, "output_tok_s": None},
     ]
     env = st.envelope(rows)
-    assert env[(1, None, None)] == 500.0 and env[(256, None, None)] == 16000.0
+    assert env[(1, None, None, None)] == 500.0 and env[(256, None, None, None)] == 16000.0
     st.add_ratios(rows)
     ours1, ours256 = rows[2], rows[5]
     assert ours1["tok_s_vs_plain"] == approx(2.25)       # 450 / 200
@@ -139,6 +139,32 @@ def test_ratios_and_envelope():
     assert rows[6]["tok_s_vs_plain"] is None
     assert st.ratio(1.0, 0) is None and st.ratio(None, 1.0) is None
     assert st.ratio(3.0, 2.0) == approx(1.5)
+
+
+def test_repeats_pair_with_plain_of_the_same_repeat():
+    # --repeat 3 at N = 64: plain drifts down over the run; ours is 0.98x of it each time
+    rows = []
+    for k, plain in enumerate((6000.0, 5000.0, 4000.0)):
+        rows += [{"system": "plain", "concurrency": 64, "repeat": k, "output_tok_s": plain,
+                  "tpot_ms_p50": 10.0 + k},
+                 {"system": "ours", "concurrency": 64, "repeat": k, "output_tok_s": 0.98 * plain,
+                  "tpot_ms_p50": 11.0 + k}]
+    st.add_ratios(rows)
+    assert [r["tok_s_vs_plain"] for r in rows if r["system"] == "ours"] == [0.98] * 3
+    (p,) = st.paired_ratios(rows)
+    assert p["system"] == "ours" and p["concurrency"] == 64 and p["repeats"] == 3
+    assert p["mean"] == approx(0.98) and p["ci95"] == approx(0.0)
+    # unpaired, the drift alone would read 0.98 +- 0.2: the pairing is what makes it exact
+    rows[3]["output_tok_s"] = 0.90 * 5000.0
+    (p,) = st.paired_ratios(rows)
+    sd = (((0.98 - p["mean"]) ** 2 * 2 + (0.90 - p["mean"]) ** 2) / 2) ** 0.5
+    assert p["mean"] == pytest.approx((0.98 * 2 + 0.90) / 3, abs=1e-4)
+    assert p["ci95"] == pytest.approx(4.30 * sd / 3 ** 0.5, abs=1e-3)  # t(0.975, 2 df)
+    merged = st.mean_over_repeats(rows)
+    assert [(m["system"], m["output_tok_s"]) for m in merged] == [
+        ("plain", pytest.approx(5000.0)), ("ours", pytest.approx((5880.0 + 4500.0 + 3920.0) / 3))]
+    assert all("repeat" not in m for m in merged) and merged[0]["tpot_ms_p50"] == approx(11.0)
+    assert st.paired_ratios([{"system": "ours", "concurrency": 1, "output_tok_s": 1.0}]) == []
 
 
 def test_lossless_check():

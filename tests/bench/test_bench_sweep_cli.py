@@ -195,6 +195,28 @@ def test_sweep_deadline_skips_levels(tmp_path, fake_env, model_dirs):
     assert 1 <= len(res["rows"]) < 3
 
 
+def test_repeated_levels_pair_each_system_with_plain(tmp_path, fake_env, model_dirs):
+    t, d = model_dirs
+    out = tmp_path / "results" / "2026-11-30-repeat.json"
+    rc = cli.main(["sweep", "--target", str(t), "--draft", str(d),
+                   "--systems", "plain,adaptive-spec:threshold", "--concurrency", "2",
+                   "--repeat", "3", "--new-tokens", "8", "--prompt-len", "8", "--out", str(out),
+                   "--log-dir", str(tmp_path / "logs"), *FAST])
+    assert rc == 0
+    res = json.loads(out.read_text())
+    assert schema.validate_file(out) == []
+    # measured back to back, stored level by level, repeat by repeat
+    assert [(r["system"], r["repeat"]) for r in res["rows"]] == [
+        (s, k) for k in range(3) for s in ("plain", "adaptive-spec:threshold")]
+    (p,) = res["paired_vs_plain"]
+    assert p["system"] == "adaptive-spec:threshold" and p["repeats"] == 3
+    ours = [r for r in res["rows"] if r["system"] != "plain"]
+    assert p["ratios"] == [r["tok_s_vs_plain"] for r in ours]
+    assert p["ci95"] is not None and p["mean"] > 1  # the fake drafts 4 tokens a step
+    assert res["lossless"]["adaptive-spec:threshold"]["identical_to_plain"] is True
+    assert out.with_suffix(".png").exists()
+
+
 def run_cli(cli_cmd, *args, timeout=60):
     return subprocess.run(cli_cmd + list(args), capture_output=True, text=True, timeout=timeout)
 
@@ -234,6 +256,10 @@ def run_cli(cli_cmd, *args, timeout=60):
       "--profile-at", "8"], "not among the --concurrency levels"),
     (["sweep", "--systems", "plain", "--target", "/tmp", "--profile-steps", "0"],
      "--profile-steps must be >= 1"),
+    (["sweep", "--systems", "plain", "--target", "/tmp", "--repeat", "0"],
+     "--repeat must be in 1..20"),
+    (["sweep", "--systems", "plain", "--target", "/tmp", "--repeat", "2", "--pattern", "step"],
+     "--repeat is for closed/open levels"),
     (["plot", "/nonexistent/file.json"], "cannot read"),
     (["table", "/nonexistent/file.json"], "cannot read"),
     (["frobnicate"], "invalid choice"),
