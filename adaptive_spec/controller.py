@@ -20,6 +20,7 @@ from typing import Optional, Sequence
 from .config import AdaptiveSpecConfig
 from .policy import Decision, make_policy
 from .signals import AcceptanceStats, LoadSnapshot, StepTimer
+from .staleness import StalenessLedger
 
 logger = logging.getLogger("adaptive_spec")
 
@@ -111,6 +112,7 @@ class Controller:
         self.steps_histogram = Counter()  # steps -> decode batches launched with it
         self.switches = 0
         self.modes = Counter()  # worker step modes: off / catchup / on
+        self.staleness = StalenessLedger()  # stale draft positions at each re-entry
         self.fallback_reason: Optional[str] = None
         self.decide_seconds = 0.0
         # the latest decisions' wall times: the mean alone cannot tell a slow decision from
@@ -229,6 +231,7 @@ class Controller:
         self.decisions.clear()
         self.steps_histogram.clear()
         self.modes.clear()
+        self.staleness.reset_counts()
         self.switches = 0
         self.decide_seconds = 0.0
         self.recent_decide_s.clear()
@@ -279,6 +282,7 @@ class Controller:
             "switches": self.switches,
             "rank_check": {"decisions": self.decision_count, "digest": f"{self.decision_digest:08x}"},
             "step_modes": dict(self.modes),
+            "reentry": self.staleness.status(),
             "decisions": {f"{s}:{r}": n for (s, r), n in sorted(self.decisions.items())},
             "decide_us_mean": 1e6 * self.decide_seconds / max(1, sum(self.steps_histogram.values())),
             **_decide_percentiles(self.recent_decide_s),

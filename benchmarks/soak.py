@@ -293,6 +293,7 @@ async def soak(cfg: SoakConfig) -> dict:
         "odd_first_use": first_use,
         "health_at_end": health, "samples": samples, "tp_size": tp_reported or cfg.tp_size,
         # ours: the fallback (a fault drill sets ADAPTIVE_SPEC_INJECT_FAULT) and the decisions
-        "status_at_end": lg.status_ranks(status, ("fallback", "steps_histogram", "step_modes")),
+        "status_at_end": lg.status_ranks(status, ("fallback", "steps_histogram", "step_modes",
+                                                  "reentry")),
     }
 

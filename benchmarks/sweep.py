@@ -1032,7 +1032,7 @@ class Sweep:
             code, obj = await cl.get_json(lg.STATUS_PATH, timeout=10.0)
         if code == 200:
             self.systems_info[sp.name]["final_status"] = lg.status_ranks(obj, (
-                "cost_model", "acceptance", "decisions", "steps_histogram", "step_modes",
+                "cost_model", "acceptance", "decisions", "steps_histogram", "step_modes", "reentry",
                 "switches", "decide_us_mean", "decide_us_p50", "decide_us_p99", "rank_check",
                 "fallback"))
 

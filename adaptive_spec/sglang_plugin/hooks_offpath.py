@@ -139,6 +139,7 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
         steps = ctl.decide(batch.seq_lens.shape[0]).steps
         mode = "off" if steps == 0 else ("catchup" if worker._as_draft_stale else "on")
         ctl.note_mode(mode)
+        _note_staleness(ctl, mode, batch)
         worker.adaptive_controller._activate(0 if mode != "on" else steps)
     except Exception as exc:
         ctl.fail(f"off-path decision: {exc!r}")
@@ -189,6 +190,20 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
     worker._as_draft_stale = mode == "off"
     result.adaptive_spec_mode = mode  # read back when this result is processed (one step later)
     return result
+
+
+def _note_staleness(ctl, mode: str, batch) -> None:
+    """Feed the stale-draft ledger (a diagnostic: a failure here is logged, never a fallback)."""
+    try:
+        ledger = ctl.staleness
+        if mode == "off":
+            ledger.on_off_step()
+        elif mode == "on":
+            ledger.on_drafting_step(req.rid for req in batch.reqs)
+        else:  # catch-up: the status keeps the last re-entries (no log line: flapping makes many)
+            ledger.on_reentry((req.rid, len(req.output_ids)) for req in batch.reqs)
+    except Exception as exc:
+        logger.debug("adaptive_spec: staleness ledger: %r", exc)
 
 
 def _already_decided(batch_size):

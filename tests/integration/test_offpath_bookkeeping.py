@@ -85,6 +85,36 @@ def test_off_catchup_on_sequence(monkeypatch):
     assert sum(state.get_controller().steps_histogram.values()) == 7
 
 
+def test_the_stale_draft_ledger_counts_off_steps_per_request_at_reentry(monkeypatch):
+    # same sequence as above; the batch's requests are r0.. (the first bs of them), and each
+    # request's output grows by one token per step
+    worker = install(monkeypatch, AdaptiveSpecConfig(threshold=16, hysteresis=4, queue_threshold=None))
+    step = [0]
+
+    def sglang_forward(w, batch, *a, **kw):
+        return types.SimpleNamespace()
+
+    modes = []
+    for bs in [1, 1, 32, 32, 4, 4, 4]:
+        batch = decode_batch(bs)
+        batch.reqs = [types.SimpleNamespace(rid=f"r{i}", output_ids=[0] * (10 + step[0])) for i in range(bs)]
+        modes.append(hooks_offpath.around_forward_batch_generation(sglang_forward, worker, batch).adaptive_spec_mode)
+        step[0] += 1
+    assert modes == ["on", "on", "off", "off", "catchup", "on", "on"]
+    st = state.get_controller().status()["reentry"]
+    # r0 drafted before the two off steps: 2 stale; r1-r3 first seen at the re-entry (admitted
+    # while off): every output token but the first, 14 - 1 = 13 each
+    assert st["reentries"] == 1 and st["stale_positions_max"] == 13
+    assert st["recent"] == [{"requests": 4, "mean": (2 + 3 * 13) / 4, "max": 13}]
+
+
+def test_a_batch_without_requests_leaves_the_ledger_alone(monkeypatch):
+    worker = install(monkeypatch, AdaptiveSpecConfig(force="flap:1"))
+    _, modes = run_steps(worker, [8] * 3)  # decode_batch has no .reqs: the ledger just skips
+    assert modes == ["on", "off", "catchup"]
+    assert state.get_controller().status()["reentry"]["reentries"] == 0
+
+
 def test_flapping_every_step_never_drafts_from_a_stale_state(monkeypatch):
     worker = install(monkeypatch, AdaptiveSpecConfig(force="flap:1"))
     _, modes = run_steps(worker, [8] * 6)

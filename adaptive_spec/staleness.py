@@ -1,0 +1,90 @@
+"""How much draft context is stale when drafting turns back on. Pure Python, no sglang import.
+
+An off step writes no draft KV. Re-entry (the catch-up step) writes the draft KV of its own
+position only, so a request that took part in n off steps drafts afterwards over n positions
+of stale draft KV (session 7 on the GPU: drafting steps of a server flapping every 8 steps
+accepted 3.85 vs static EAGLE-3's 3.99 on the always-right synthetic pair). This ledger counts
+those positions per request at every re-entry: the size of the work a full catch-up would do,
+and the number to hold acceptance after re-entry against.
+
+Cheap by construction: an off step only increments a counter. A drafting step notes the
+counter for each request in its batch (drafting steps are the costly ones: a loop over their
+batch is noise); at a re-entry a request's stale positions are the off steps since its note. A
+request first seen at a re-entry was admitted while off: every decoded token but the first came
+from an off step (its prefill wrote the prompt's draft KV), so its count is its output length
+minus one (the output length the scheduler holds may lag one step: a slight undercount).
+Rank-identical like every other input: batch composition and output lengths are replicated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Tuple
+
+# re-entries kept for the status (most recent last)
+RECENT_REENTRIES = 16
+
+
+@dataclass
+class Reentry:
+    requests: int  # requests in the batch that re-entered
+    stale_positions: int  # summed over those requests
+    max_stale: int  # the most stale positions of one request
+
+    @property
+    def mean_stale(self) -> float:
+        return self.stale_positions / self.requests if self.requests else 0.0
+
+
+@dataclass
+class StalenessLedger:
+    off_steps: int = 0  # off steps run so far
+    noted: Dict[str, int] = field(default_factory=dict)  # rid -> off_steps when its draft KV was last whole
+    reentries: int = 0
+    stale_total: int = 0
+    requests_total: int = 0
+    max_stale: int = 0
+    recent: List[Reentry] = field(default_factory=list)
+
+    def on_off_step(self) -> None:
+        self.off_steps += 1
+
+    def on_drafting_step(self, rids: Iterable[str]) -> None:
+        """The requests of a drafting step's batch: their draft KV is whole again."""
+        for rid in rids:
+            self.noted[rid] = self.off_steps
+
+    def on_reentry(self, reqs: Iterable[Tuple[str, int]]) -> Reentry:
+        """(rid, output length) of each request in the catch-up step's batch. Forgets requests
+        no longer in the batch (finished or aborted while off)."""
+        seen: Dict[str, int] = {}
+        stale_sum = most = 0
+        for rid, out_len in reqs:
+            mark = self.noted.get(rid)
+            stale = self.off_steps - mark if mark is not None else max(0, out_len - 1)
+            stale_sum += stale
+            most = max(most, stale)
+            seen[rid] = self.off_steps
+        self.noted = seen  # drafting goes on from here for these requests
+        r = Reentry(requests=len(seen), stale_positions=stale_sum, max_stale=most)
+        self.reentries += 1
+        self.stale_total += stale_sum
+        self.requests_total += r.requests
+        self.max_stale = max(self.max_stale, most)
+        self.recent = (self.recent + [r])[-RECENT_REENTRIES:]
+        return r
+
+    def reset_counts(self) -> None:
+        """Zero the re-entry statistics; the per-request notes stay (they describe the KV)."""
+        self.reentries = self.stale_total = self.requests_total = self.max_stale = 0
+        self.recent = []
+
+    def status(self) -> dict:
+        return {
+            "reentries": self.reentries,
+            "stale_positions_per_request": round(self.stale_total / self.requests_total, 2)
+            if self.requests_total else None,
+            "stale_positions_max": self.max_stale,
+            "recent": [{"requests": r.requests, "mean": round(r.mean_stale, 2), "max": r.max_stale}
+                       for r in self.recent],
+        }

@@ -1,0 +1,36 @@
+"""The stale-draft ledger: off steps since each request's last drafting step, at re-entry."""
+from adaptive_spec.staleness import RECENT_REENTRIES, StalenessLedger
+
+
+def test_stale_positions_are_the_off_steps_since_each_requests_last_drafting_step():
+    led = StalenessLedger()
+    led.on_drafting_step(["a", "b"])
+    for _ in range(5):
+        led.on_off_step()
+    # "b" finished while off; "c" was admitted while off and decoded 3 tokens after its first
+    r = led.on_reentry([("a", 40), ("c", 4)])
+    assert (r.requests, r.stale_positions, r.max_stale) == (2, 5 + 3, 5)
+    assert r.mean_stale == 4.0
+    assert set(led.noted) == {"a", "c"}  # "b" forgotten
+    led.on_drafting_step(["a", "c"])
+    led.on_off_step()
+    led.on_off_step()
+    r = led.on_reentry([("a", 50), ("c", 14)])
+    assert (r.stale_positions, r.max_stale) == (4, 2)
+    st = led.status()
+    assert st["reentries"] == 2 and st["stale_positions_max"] == 5
+    assert st["stale_positions_per_request"] == (8 + 4) / 4
+    assert st["recent"] == [{"requests": 2, "mean": 4.0, "max": 5}, {"requests": 2, "mean": 2.0, "max": 2}]
+
+
+def test_reentry_without_off_steps_has_nothing_stale_and_counts_reset_keeps_the_notes():
+    led = StalenessLedger()
+    led.on_drafting_step(["a"])
+    assert led.on_reentry([("a", 10)]).stale_positions == 0
+    led.reset_counts()
+    assert led.status()["reentries"] == 0 and led.status()["stale_positions_per_request"] is None
+    led.on_off_step()
+    assert led.on_reentry([("a", 11)]).stale_positions == 1  # the note survived the reset
+    for _ in range(RECENT_REENTRIES + 3):
+        led.on_reentry([("a", 11)])
+    assert len(led.status()["recent"]) == RECENT_REENTRIES
