@@ -12,7 +12,8 @@
 #   b  (~7 min) forced off (lean, direct) vs plain at 64 and 256, 3 paired repeats, phase clocks.
 #   c  (~4 min) the sawtooth lossless check of issue 8 (goodput vs plain, every output compared).
 #   d  (~8 min) the DeepSeek-V3 layout at 64-256: goodput with the lean and the old off path.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s7.sh a|b|c|d
+#   e  (~5 min) our verify kernels in the server vs SGLang's (greedy GPU 0, top-p GPU 1).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s7.sh a|b|c|d|e
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-330}
 LEAN="--adaptive-spec-off-path decode-lean"
@@ -78,7 +79,23 @@ d)
       --system-args "adaptive-spec:goodput-decode=--adaptive-spec-policy goodput --adaptive-spec-off-path decode --adaptive-spec-log-decisions" )
   ( cd /tmp && python3 -m adaptive_spec.bench.phase_summary /tmp/logs-ds-busy/server-*.log ) | tee "$OUT/phases-ds-busy.txt"
   pack_logs logs-d.tar.xz /tmp/logs-ds-busy/*.log ;;
-*) echo "usage: call_s7.sh a|b|c|d"; exit 2 ;;
+e)
+  # (~5 min) issue 6's end-to-end check, never run: our chain-verify kernels inside the server
+  # (--adaptive-spec-verify-backend triton) vs SGLang's verify, drafting forced on, same run.
+  # GPU 0 greedy (outputs vs plain, token for token), GPU 1 temperature 0.7 + top-p 0.9.
+  export DEADLINE_S=330
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/soak-8b random,dial:0.7 --preset 8b ) || exit 3
+  VERIFY=(--concurrency 1,16,64 --time-budget-s 6
+    --system-args "adaptive-spec:on-sglang=--adaptive-spec-force on"
+    --system-args "adaptive-spec:on-triton=--adaptive-spec-force on --adaptive-spec-verify-backend triton")
+  sweep 0 verify-e2e-greedy /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,adaptive-spec:on-sglang,adaptive-spec:on-triton "${VERIFY[@]}" > /tmp/sweep-e0.txt &
+  sweep 1 verify-e2e-top-p /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    adaptive-spec:on-sglang,adaptive-spec:on-triton "${VERIFY[@]}" --temperature 0.7 --top-p 0.9 \
+    > /tmp/sweep-e1.txt
+  wait; cat /tmp/sweep-e0.txt /tmp/sweep-e1.txt
+  pack_logs logs-e.tar.xz /tmp/logs-verify-e2e-greedy/*.log /tmp/logs-verify-e2e-top-p/*.log ;;
+*) echo "usage: call_s7.sh a|b|c|d|e"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 say "done $1"
