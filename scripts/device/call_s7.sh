@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
-# GPU machine nvidia-h200-x2, session 7 (2026-11-30), after call_s6.sh a, b, c and f:
-#   a  (~4 min) where the off step waits for the GPU. Session 7's phase clocks put our
-#      forced-off-lean step at 52 requests +1.9 ms in run_batch and -1.0 ms in process_decode
-#      against plain (net +1.2 ms a step, 0.84x): the signature of a host-device sync inside the
-#      forward. Every server here runs with the sync probe (ADAPTIVE_SPEC_SYNC_PROBE=1: torch's
-#      sync debug mode, each sync counted by site and scheduler phase) at 1 and 64 requests:
-#      GPU 0 plain and forced-off-lean, GPU 1 eagle3 and forced-off-direct (which skips
-#      SGLang's verify step: a site it shares with lean is outside the verify). Throughput
-#      numbers of this call are not performance data (a stack walk per sync).
-# Still to run (call_s6.sh): d the TP = 2 sweep, e the step load and the always-wrong sweep.
+# GPU machine nvidia-h200-x2, written in session 7 (2026-11-30). Each call ends with its results
+# under $OUT; issue the next right after (the machine is released after 30 s idle).
+#   a  RUN in session 7 (2.5 min): the sync probe (ADAPTIVE_SPEC_SYNC_PROBE=1) on plain and
+#      forced-off-lean (GPU 0) and eagle3 and forced-off-direct (GPU 1) at 1 and 64 requests:
+#      zero host-device syncs in every server (results/2026-11-30-s7-syncs.txt).
 #   b  (~7 min) forced off (lean, direct) vs plain at 64 and 256, 3 paired repeats, phase clocks.
+#      A first version ran in session 7 with a 195-s deadline and measured nothing.
 #   c  (~4 min) the sawtooth lossless check of issue 8 (goodput vs plain, every output compared).
-#   d  (~8 min) the DeepSeek-V3 layout at 64-256: goodput with the lean and the old off path.
+#   d  (~9 min) the DeepSeek-V3 layout at 64-256: goodput with the lean and the old off path.
 #   e  (~5 min) our verify kernels in the server vs SGLang's (greedy GPU 0, top-p GPU 1).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s7.sh a|b|c|d|e
+#   f  (~9 min) always-wrong drafts on both MoE layouts, the four systems (issue 10).
+# Also still to run: call_s6.sh d (the TP = 2 sweep), e (step load + dense always-wrong), f
+# (the kernel grid with the session-7 sampling launch).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s7.sh a|b|c|d|e|f
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-330}
 LEAN="--adaptive-spec-off-path decode-lean"
@@ -95,7 +94,19 @@ e)
     > /tmp/sweep-e1.txt
   wait; cat /tmp/sweep-e0.txt /tmp/sweep-e1.txt
   pack_logs logs-e.tar.xz /tmp/logs-verify-e2e-greedy/*.log /tmp/logs-verify-e2e-top-p/*.log ;;
-*) echo "usage: call_s7.sh a|b|c|d|e"; exit 2 ;;
+f)
+  # (~9 min) issue 10's always-wrong sweeps, never run on the MoE testbeds: the four systems on
+  # the Qwen3-MoE layout (GPU 0) and the DeepSeek-V3 layout (GPU 1), both 16 layers, random draft
+  export DEADLINE_S=560
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 ) & p0=$!
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/ds-16 random --preset deepseek-v3 --layers 16 ) & p1=$!
+  { wait $p0 && wait $p1; } || exit 3
+  RUN_FLAGS+=(--start-timeout-s 360)
+  sweep 0 moe-always-wrong /tmp/moe-16/target /tmp/moe-16/draft-random "$FOUR" > /tmp/sweep-f0.txt &
+  sweep 1 ds-always-wrong /tmp/ds-16/target /tmp/ds-16/draft-random "$FOUR" > /tmp/sweep-f1.txt
+  wait; cat /tmp/sweep-f0.txt /tmp/sweep-f1.txt
+  pack_logs logs-f.tar.xz /tmp/logs-moe-always-wrong/*.log /tmp/logs-ds-always-wrong/*.log ;;
+*) echo "usage: call_s7.sh a|b|c|d|e|f"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 say "done $1"
