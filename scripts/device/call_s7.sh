@@ -6,7 +6,8 @@
 #      zero host-device syncs in every server (results/2026-11-30-s7-syncs.txt).
 #   b  (~7 min) forced off (lean, direct) vs plain at 64 and 256, 3 paired repeats, phase clocks.
 #      A first version ran in session 7 with a 195-s deadline and measured nothing.
-#   c  (~4 min) the sawtooth lossless check of issue 8 (goodput vs plain, every output compared).
+#   c  (~5 min) the sawtooth lossless check of issue 8 (goodput vs plain, every output compared)
+#      on GPU 0; GPU 1: --disable-overlap-schedule with flapping and forced off (issue 3).
 #   d  (~9 min) the DeepSeek-V3 layout at 64-256: goodput with the lean and the old off path.
 #   e  (~5 min) our verify kernels in the server vs SGLang's (greedy GPU 0, top-p GPU 1).
 #   f  (~9 min) always-wrong drafts on both MoE layouts, the four systems (issue 10).
@@ -62,9 +63,16 @@ c)
       --system-args "adaptive-spec:goodput+=--adaptive-spec-log-decisions" \
       --target /tmp/soak-8b/target --draft /tmp/soak-8b/draft-dial-0.7 --name sawtooth-dial-0.7 \
       --systems plain,adaptive-spec:goodput --log-dir /tmp/logs-sawtooth \
-      --out "$OUT/sweep-sawtooth-dial-0.7.json" > /tmp/sweep-sawtooth.txt 2>&1 )
-  tail -12 /tmp/sweep-sawtooth.txt
-  pack_logs logs-c.tar.xz /tmp/logs-sawtooth/*.log ;;
+      --out "$OUT/sweep-sawtooth-dial-0.7.json" > /tmp/sweep-sawtooth.txt 2>&1 ) &
+  # GPU 1 meanwhile: issue 3's other scheduler, never run on the GPU: --disable-overlap-schedule
+  # for every server; flapping every 8 steps and forced off vs plain and eagle3, token for token
+  sweep 1 no-overlap /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:flap8,adaptive-spec:forced-off --concurrency 1,16,64 --time-budget-s 6 \
+    --server-arg=--disable-overlap-schedule \
+    --system-args "adaptive-spec:flap8=--adaptive-spec-force flap:8" \
+    --system-args "adaptive-spec:forced-off=--adaptive-spec-force off" > /tmp/sweep-c1.txt
+  wait; tail -12 /tmp/sweep-sawtooth.txt; cat /tmp/sweep-c1.txt
+  pack_logs logs-c.tar.xz /tmp/logs-sawtooth/*.log /tmp/logs-no-overlap/*.log ;;
 d)
   # (~8 min) the DeepSeek-V3 layout at 128 and 256 requests, where session 7's goodput made
   # 0.75x / 0.86x with the old `decode` off path: plain, eagle3, goodput with the lean default
