@@ -271,9 +271,9 @@ def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
     return a / b
 
 
-def _level_key(row: dict):
+def level_key(row: dict):
     """(concurrency, request_rate, phase, repeat): with --repeat, ratios pair the k-th
-    measurement of a system with plain's k-th at the same level."""
+    measurement of a system with plain's k-th at the same level; [:3] is the level alone."""
     return (row.get("concurrency"), row.get("request_rate"), row.get("phase"), row.get("repeat"))
 
 
@@ -283,17 +283,17 @@ def envelope(rows: Sequence[dict], systems=("plain", "eagle3"),
     env: Dict[tuple, float] = {}
     for r in rows:
         if r.get("system") in systems and r.get(key) is not None:
-            k = _level_key(r)
+            k = level_key(r)
             env[k] = max(env.get(k, float("-inf")), r[key])
     return env
 
 
 def add_ratios(rows: List[dict]) -> None:
     """Add ``tok_s_vs_plain`` and ``tok_s_vs_envelope`` (envelope = max(plain, eagle3))."""
-    plain = {_level_key(r): r.get("output_tok_s") for r in rows if r.get("system") == "plain"}
+    plain = {level_key(r): r.get("output_tok_s") for r in rows if r.get("system") == "plain"}
     env = envelope(rows)
     for r in rows:
-        k = _level_key(r)
+        k = level_key(r)
         v = r.get("output_tok_s")
         rp = ratio(v, plain.get(k))
         re_ = ratio(v, env.get(k))
@@ -308,11 +308,11 @@ def paired_ratios(rows: Sequence[dict]) -> List[dict]:
     a pair alike; the interval is over repeats, not over requests."""
     out = []
     groups: Dict[tuple, List[float]] = {}
-    plain = {_level_key(r): r.get("output_tok_s") for r in rows if r.get("system") == "plain"}
+    plain = {level_key(r): r.get("output_tok_s") for r in rows if r.get("system") == "plain"}
     for r in rows:
         if r.get("system") == "plain" or r.get("repeat") is None:
             continue
-        q = ratio(r.get("output_tok_s"), plain.get(_level_key(r)))
+        q = ratio(r.get("output_tok_s"), plain.get(level_key(r)))
         if q is not None:
             groups.setdefault((r["system"], r.get("concurrency"), r.get("request_rate")), []).append(q)
     for (system, n, rate), qs in groups.items():
@@ -335,7 +335,7 @@ def mean_over_repeats(rows: Sequence[dict], keys=("output_tok_s", "tpot_ms_p50")
     merged: Dict[tuple, dict] = {}
     counts: Dict[tuple, int] = {}
     for r in rows:
-        k = (r.get("system"),) + _level_key(r)[:3]
+        k = (r.get("system"),) + level_key(r)[:3]
         if k not in merged:
             merged[k] = {kk: v for kk, v in r.items() if kk != "repeat"}
             counts[k] = 1

@@ -773,7 +773,7 @@ class Sweep:
             row["level_wall_s"] = round(time.time() - t_wall, 2)
             if c.repeat > 1:  # the k-th measurement of this system at this level (pairs with plain's k-th)
                 row["repeat"] = sum(1 for r in self.rows if r["system"] == name
-                                    and _level_of(r) == _level_of(row))
+                                    and st.level_key(r)[:3] == st.level_key(row)[:3])
             err = st.first_error(recs)
             if err:
                 row["first_error"] = err[:200]
@@ -1069,10 +1069,6 @@ def _row_text(r: dict) -> str:
     if r.get("phase") is not None:
         s = f"phase {r['phase']} (N={r['concurrency']}): " + s
     return s
-
-
-def _level_of(row: dict) -> tuple:
-    return (row.get("concurrency"), row.get("request_rate"))
 
 
 def table(result: dict) -> str:
