@@ -29,8 +29,8 @@ def _sig(fn, types, consts):
 PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
 
 
-def _spill_bytes(ptx: str, arch: int):
-    """Spill stores + loads that ptxas -v reports for the PTX (None if ptxas cannot say)."""
+def _ptxas_info(ptx: str, arch: int):
+    """(registers, spill stores + loads in bytes) that ptxas -v reports (Nones if it cannot say)."""
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(ptx)
     try:
@@ -39,17 +39,31 @@ def _spill_bytes(ptx: str, arch: int):
     finally:
         os.unlink(f.name)
     m = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", r.stderr)
-    return sum(int(a) + int(b) for a, b in m) if m else None
+    regs = re.findall(r"Used (\d+) registers", r.stderr)
+    return (max(map(int, regs)) if regs else None,
+            sum(int(a) + int(b) for a, b in m) if m else None)
 
 
 def _compile(fn, types, consts, arch, num_warps):
     src = ASTSource(fn=fn, signature=_sig(fn, types, consts), constexprs=consts)
     k = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps})
     ptx = k.asm["ptx"]
-    return k.metadata.shared, [w for w in FORBIDDEN if w in ptx], _spill_bytes(ptx, arch)
+    return (k.metadata.shared, [w for w in FORBIDDEN if w in ptx]) + _ptxas_info(ptx, arch)
 
 
-def main(archs):
+# The sampling launches chain_verify_sampling picks: 4 warps, and 8 warps when there are fewer
+# rows than SMs (the "-few-rows" variant), both 2 vectors per thread.
+# (name, logits dtype, classic rejection, U vectors per thread, S lanes, warps)
+SAMPLING_LAUNCHES = (("sampling", "*bf16", False, 2, 1024, 4),
+                     ("sampling-classic", "*fp16", True, 2, 1024, 4),
+                     ("sampling-few-rows", "*bf16", False, 2, 2048, 8))
+# the 4-vectors-per-thread launches chain_verify_sampling picked until session 7 (--old-launches:
+# the register and spill counts behind the change)
+OLD_SAMPLING_LAUNCHES = (("sampling-4vec", "*bf16", False, 4, 1024, 4),
+                         ("sampling-few-rows-4vec", "*bf16", False, 4, 2048, 8))
+
+
+def main(archs, old=False):
     i32p = "*i32"
     greedy = {n: i32p for n in ("predicts_ptr", "accept_index_ptr", "accept_num_ptr",
                                  "accept_lens_ptr", "part_key_ptr", "part_idx_ptr",
@@ -65,23 +79,21 @@ def main(archs):
                 thr_single="fp32", thr_acc="fp32")
     for arch in archs:
         for dt, blk, nw in (("*bf16", 4096, 4), ("*fp32", 2048, 4)):
-            shared, bad, spills = _compile(cv._greedy_chain_kernel, dict(greedy, logits_ptr=dt),
-                                           dict(D_P2=4, NS_P2=8, U=4, S=blk // 4, WRITE_LENS=True),
-                                           arch, nw)
+            shared, bad, regs, spills = _compile(
+                cv._greedy_chain_kernel, dict(greedy, logits_ptr=dt),
+                dict(D_P2=4, NS_P2=8, U=4, S=blk // 4, WRITE_LENS=True), arch, nw)
             print(json.dumps(dict(arch=arch, kernel="greedy", dtype=dt, shared=shared,
-                                  forbidden=bad, spill_bytes=spills)))
-        # the sampling launches chain_verify_sampling picks: 4 warps, and 8 warps when there are
-        # fewer rows than SMs (the "-few-rows" variant), both 2 vectors per thread
-        for name, dt, classic, u, lanes, nw in (("sampling", "*bf16", False, 2, 1024, 4),
-                                                ("sampling-classic", "*fp16", True, 2, 1024, 4),
-                                                ("sampling-few-rows", "*bf16", False, 2, 2048, 8)):
+                                  forbidden=bad, registers=regs, spill_bytes=spills)))
+        for name, dt, classic, u, lanes, nw in SAMPLING_LAUNCHES + (OLD_SAMPLING_LAUNCHES if old else ()):
             consts = dict(D_P2=4, HAS_TEMP=True, HAS_TOPK=True, HAS_TOPP=True,
                           HAS_MINP=True, CLASSIC=classic, WRITE_LENS=True, U=u, S=lanes,
                           CAP=128, CI=32)
-            shared, bad, spills = _compile(cv._sample_chain_kernel, dict(samp, logits_ptr=dt),
-                                           consts, arch, nw)
+            shared, bad, regs, spills = _compile(cv._sample_chain_kernel, dict(samp, logits_ptr=dt),
+                                                 consts, arch, nw)
             print(json.dumps(dict(arch=arch, kernel=name, dtype=dt, shared=shared,
-                                  forbidden=bad, spill_bytes=spills)))
+                                  forbidden=bad, registers=regs, spill_bytes=spills)))
+
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [90, 120])
+    args = sys.argv[1:]
+    main([int(a) for a in args if a != "--old-launches"] or [90, 120], old="--old-launches" in args)
