@@ -28,13 +28,6 @@
 source scripts/device/common.sh
 DEADLINE_S=${DEADLINE_S:-540}
 LEAN="--adaptive-spec-off-path decode-lean"
-# The phase clocks' table (ms of wall time per decode step by scheduler phase, every server,
-# plain included: ADAPTIVE_SPEC_PHASE_TIMING) of the sweep logs in $1, as text and JSON.
-phases() {
-  local name; name=$(basename "$1")
-  ( cd /tmp && python3 -m adaptive_spec.bench.phase_summary --json "$OUT/phases-${name#logs-}.json" "$1"/server-*.log ) \
-    | tee "$OUT/phases-${name#logs-}.txt"
-}
 case "${1:-}" in
 a)
   build_two_pairs /tmp/al-8b aligned /tmp/soak-8b random,dial:0.7 --preset 8b

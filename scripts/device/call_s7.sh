@@ -47,23 +47,15 @@ b)
       --concurrency 64,256 --repeat 3 --time-budget-s 8 --time-budget-from 128:8 \
       --system-args "adaptive-spec:forced-off-lean=--adaptive-spec-force off" \
       --system-args "adaptive-spec:forced-off-direct=--adaptive-spec-force off --adaptive-spec-off-path direct" )
-  ( cd /tmp && python3 -m adaptive_spec.bench.phase_summary /tmp/logs-off-paths-busy/server-*.log ) \
-    | tee "$OUT/phases-off-paths-busy.txt"
+  phases /tmp/logs-off-paths-busy
   pack_logs logs-b.tar.xz /tmp/logs-off-paths-busy/*.log ;;
 c)
   # (~4 min) issue 8's lossless check as asked: the real policy (goodput, lean off path) under
   # a sawtooth load 1 -> 128 (10-s period, 60 s), every greedy output vs plain's, token for token
   export DEADLINE_S=300
   ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/soak-8b random,dial:0.7 --preset 8b ) || exit 3
-  ( cd /tmp && CUDA_VISIBLE_DEVICES=0 python3 -m adaptive_spec.bench.cli sweep --pattern sawtooth \
-      --pattern-low 1 --pattern-high 128 --period-s 10 --duration-s 60 --new-tokens 192 \
-      --prompt-len 40,128 --new-tokens-spread 0.5 --temperature 0 --drain-s 2 --start-stagger-s 10 \
-      --sample-interval-s 0.5 --deadline-s $(( $(left) - 20 )) --quiet \
-      --server-arg "--max-running-requests 260" --server-arg=--enable-metrics \
-      --system-args "adaptive-spec:goodput+=--adaptive-spec-log-decisions" \
-      --target /tmp/soak-8b/target --draft /tmp/soak-8b/draft-dial-0.7 --name sawtooth-dial-0.7 \
-      --systems plain,adaptive-spec:goodput --log-dir /tmp/logs-sawtooth \
-      --out "$OUT/sweep-sawtooth-dial-0.7.json" > /tmp/sweep-sawtooth.txt 2>&1 ) &
+  pattern_load 0 sawtooth /tmp/soak-8b --period-s 10 --duration-s 60 --sample-interval-s 0.5 \
+    > /tmp/sweep-c0.txt &
   # GPU 1 meanwhile: issue 3's other scheduler, never run on the GPU: --disable-overlap-schedule
   # for every server; flapping every 8 steps and forced off vs plain and eagle3, token for token
   sweep 1 no-overlap /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
@@ -71,7 +63,7 @@ c)
     --server-arg=--disable-overlap-schedule \
     --system-args "adaptive-spec:flap8=--adaptive-spec-force flap:8" \
     --system-args "adaptive-spec:forced-off=--adaptive-spec-force off" > /tmp/sweep-c1.txt
-  wait; tail -12 /tmp/sweep-sawtooth.txt; cat /tmp/sweep-c1.txt
+  wait; cat /tmp/sweep-c0.txt /tmp/sweep-c1.txt
   pack_logs logs-c.tar.xz /tmp/logs-sawtooth/*.log /tmp/logs-no-overlap/*.log ;;
 d)
   # (~8 min) the DeepSeek-V3 layout at 128 and 256 requests, where session 7's goodput made
@@ -84,7 +76,7 @@ d)
     sweep 0 ds-busy /tmp/ds-16/target /tmp/ds-16/draft-dial-0.7 \
       plain,eagle3,adaptive-spec:goodput,adaptive-spec:goodput-decode --concurrency 64,128,256 \
       --system-args "adaptive-spec:goodput-decode=--adaptive-spec-policy goodput --adaptive-spec-off-path decode --adaptive-spec-log-decisions" )
-  ( cd /tmp && python3 -m adaptive_spec.bench.phase_summary /tmp/logs-ds-busy/server-*.log ) | tee "$OUT/phases-ds-busy.txt"
+  phases /tmp/logs-ds-busy
   pack_logs logs-d.tar.xz /tmp/logs-ds-busy/*.log ;;
 e)
   # (~5 min) issue 6's end-to-end check, never run: our chain-verify kernels inside the server

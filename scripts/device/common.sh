@@ -133,21 +133,37 @@ sweep() {  # $1 GPU, $2 name, $3 target dir, $4 draft dir, $5 systems, rest: ext
   tail -32 "/tmp/sweep-$name.txt"
 }
 
-# The step load 1 -> 128 -> 1 (15 s a phase) of plain and goodput on GPU 0, pair dir $1 (its
-# dial-0.7 draft): $OUT/sweep-step-dial-0.7.json, the run's text in /tmp/sweep-step.txt, the
-# decision lines in $OUT/step-decisions.log.
-step_load() {
-  ( cd /tmp && CUDA_VISIBLE_DEVICES=0 python3 -m adaptive_spec.bench.cli sweep --pattern step \
-      --pattern-low 1 --pattern-high 128 --duration-s 45 --new-tokens 192 --prompt-len 40,128 \
+# A load pattern (step, sawtooth, bursty) between 1 and 128 streams, plain and goodput, on GPU $1:
+# $2 the pattern, $3 the pair dir (its dial-0.7 draft), rest: extra sweep flags. Writes
+# $OUT/sweep-$2-dial-0.7.json, the run's text in /tmp/sweep-$2.txt, logs in /tmp/logs-$2.
+pattern_load() {
+  local gpu=$1 pattern=$2 dir=$3; shift 3
+  ( cd /tmp && CUDA_VISIBLE_DEVICES=$gpu python3 -m adaptive_spec.bench.cli sweep --pattern "$pattern" \
+      --pattern-low 1 --pattern-high 128 --new-tokens 192 --prompt-len 40,128 \
       --new-tokens-spread 0.5 --warmup-tokens 128 --drain-s 2 --start-stagger-s 10 \
-      --sample-interval-s 0.2 --deadline-s $(( $(left) - 30 )) --quiet \
+      --deadline-s $(( $(left) - 30 )) --quiet \
       --server-arg "--max-running-requests 260" --server-arg=--enable-metrics \
       --system-args "adaptive-spec:goodput+=--adaptive-spec-log-decisions" \
-      --target "$1/target" --draft "$1/draft-dial-0.7" --name step-dial-0.7 \
-      --systems plain,adaptive-spec:goodput --log-dir /tmp/logs-step \
-      --out "$OUT/sweep-step-dial-0.7.json" > /tmp/sweep-step.txt 2>&1 )
-  tail -20 /tmp/sweep-step.txt
+      --target "$dir/target" --draft "$dir/draft-dial-0.7" --name "$pattern-dial-0.7" \
+      --systems plain,adaptive-spec:goodput --log-dir "/tmp/logs-$pattern" \
+      --out "$OUT/sweep-$pattern-dial-0.7.json" "$@" > "/tmp/sweep-$pattern.txt" 2>&1 )
+  tail -20 "/tmp/sweep-$pattern.txt"
+}
+
+# The step load 1 -> 128 -> 1 (15 s a phase) on GPU 0, pair dir $1; the decision lines in
+# $OUT/step-decisions.log.
+step_load() {
+  pattern_load 0 step "$1" --duration-s 45 --sample-interval-s 0.2
   grep -h "adaptive_spec decision" /tmp/logs-step/*.log | head -400 > "$OUT/step-decisions.log"
+}
+
+# The phase clocks' table (ms of wall time per decode step by scheduler phase, every server,
+# plain included: ADAPTIVE_SPEC_PHASE_TIMING) of the sweep logs in $1, as text and JSON. From
+# /tmp: the repo's own adaptive_spec/ would shadow the installed copy that holds `bench`.
+phases() {
+  local name; name=$(basename "$1")
+  ( cd /tmp && python3 -m adaptive_spec.bench.phase_summary --json "$OUT/phases-${name#logs-}.json" "$1"/server-*.log ) \
+    | tee "$OUT/phases-${name#logs-}.txt"
 }
 
 # $OUT/$1 (tar.xz): of each server log given, our lines and errors, and SGLang's batch lines.
