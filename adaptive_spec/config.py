@@ -18,7 +18,7 @@ ENV_VAR = "ADAPTIVE_SPEC_CONFIG_JSON"
 
 POLICIES = ("threshold", "goodput")
 FALLBACKS = ("static", "plain")
-VERIFY_BACKENDS = ("sglang", "triton")
+VERIFY_BACKENDS = ("sglang", "triton", "triton-greedy")
 # decode-lean (default since session 7): decode, and the off step also skips SGLang's planning
 # of the verify graph it never replays (lossless on the GPU in sessions 5-7, flapping every
 # step included; as fast as or faster than decode in 11 of 14 forced-off cells); direct: the

@@ -61,7 +61,11 @@ _CHOICE_FLAGS = {
         "If our hook or policy fails at run time: keep serving with static speculation "
         "(static, default) or with drafting off (plain).",
     ),
-    "verify_backend": (VERIFY_BACKENDS, "Chain verification kernels: SGLang's (default) or ours (triton)."),
+    "verify_backend": (
+        VERIFY_BACKENDS,
+        "Chain verification kernels: SGLang's (default), ours (triton; its sampling kernel is "
+        "experimental) or ours for greedy batches only (triton-greedy).",
+    ),
     "off_path": (
         OFF_PATHS,
         "How a step runs with drafting off: decode-lean (default: the target's own decode CUDA graph, "

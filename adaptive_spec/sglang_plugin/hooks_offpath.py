@@ -50,6 +50,8 @@ import dataclasses
 import logging
 import os
 
+import torch
+
 from .state import get_controller
 
 logger = logging.getLogger("adaptive_spec")
@@ -141,6 +143,8 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
         ctl.note_mode(mode)
         _note_staleness(ctl, mode, batch)
         worker.adaptive_controller._activate(0 if mode != "on" else steps)
+        if mode != "on":
+            _bonus_tokens_as_int64(batch)
     except Exception as exc:
         ctl.fail(f"off-path decision: {exc!r}")
         return orig(worker, batch, *args, **kwargs)
@@ -204,6 +208,17 @@ def _note_staleness(ctl, mode: str, batch) -> None:
             ledger.on_reentry((req.rid, len(req.output_ids)) for req in batch.reqs)
     except Exception as exc:
         logger.debug("adaptive_spec: staleness ledger: %r", exc)
+
+
+def _bonus_tokens_as_int64(batch) -> None:
+    """SGLang's 0-step verify takes the last bonus tokens as its int64 `candidates`. Under the
+    overlap scheduler they come from its int64 future buffers; with --disable-overlap-schedule
+    they are the sampler's int32 and the first off step crashed the scheduler (H200, session 8).
+    A cast on the GPU stream: no host sync."""
+    spec = getattr(batch, "spec_info", None)
+    tokens = getattr(spec, "bonus_tokens", None)
+    if tokens is not None and tokens.dtype != torch.int64:
+        spec.bonus_tokens = tokens.to(torch.int64)
 
 
 def _already_decided(batch_size):

@@ -53,10 +53,10 @@ def register() -> None:
             module_name, fn_name = hook_path.rsplit(".", 1)
             fn = getattr(import_module(f"{__package__}.{module_name}"), fn_name)
             HookRegistry.register(target, fn, getattr(HookType, hook_type))
-        if cfg.verify_backend == "triton":
+        if cfg.verify_backend != "sglang":
             from .verify_backend import install_verify_backend
 
-            install_verify_backend("triton")
+            install_verify_backend(cfg.verify_backend)
     for diagnostic in diagnostics:  # plain servers included: after ours, outermost
         for target, fn, hook_type in diagnostic.hooks():
             HookRegistry.register(target, fn, getattr(HookType, hook_type))

@@ -9,8 +9,8 @@ in flight waits: the soaks on the GPU machine saw the first top-p request take 8
 and the whole server stall ~100 s (session 3). Building the module once while the server
 starts moves that wait to start-up (nothing once FlashInfer's cache holds the module).
 
-`ADAPTIVE_SPEC_WARM_SAMPLING=0` skips it. Not done with our Triton verify backend, which does
-not use these kernels, nor without FlashInfer (sgl_kernel's own compiled ops then run).
+`ADAPTIVE_SPEC_WARM_SAMPLING=0` skips it. Not done with our Triton verify backend `triton`, which
+does not use these kernels (`triton-greedy` does, for sampling batches), nor without FlashInfer (sgl_kernel's own compiled ops then run).
 Failure only logs: the first sampling request then compiles, as it would have.
 """
 
@@ -28,7 +28,7 @@ ENV = "ADAPTIVE_SPEC_WARM_SAMPLING"
 
 def warm_sampling_kernels(verify_backend: str) -> Optional[float]:
     """Seconds spent building/loading FlashInfer's sampling module, or None when skipped."""
-    if os.environ.get(ENV, "1") == "0" or verify_backend != "sglang":
+    if os.environ.get(ENV, "1") == "0" or verify_backend == "triton":
         return None
     try:
         import torch

@@ -85,6 +85,28 @@ def test_off_catchup_on_sequence(monkeypatch):
     assert sum(state.get_controller().steps_histogram.values()) == 7
 
 
+def test_zero_step_steps_hand_sglang_int64_bonus_tokens(monkeypatch):
+    """SGLang's 0-step verify uses the bonus tokens as its int64 `candidates`; without the
+    overlap scheduler they arrive as int32 (crashed the first off step on the H200). Off and
+    catch-up steps get them cast; on steps reach SGLang as they came."""
+    from sglang.srt.speculative.eagle_info import EagleDraftInput
+
+    worker = install(monkeypatch, AdaptiveSpecConfig(threshold=16, hysteresis=4, queue_threshold=None))
+    seen = []
+
+    def sglang_forward(w, batch, *a, **kw):
+        seen.append(batch.spec_info.bonus_tokens.dtype)
+        return types.SimpleNamespace()
+
+    modes = []
+    for bs in [1, 32, 4]:
+        batch = decode_batch(bs)
+        batch.spec_info = EagleDraftInput(bonus_tokens=torch.arange(bs, dtype=torch.int32))
+        modes.append(hooks_offpath.around_forward_batch_generation(sglang_forward, worker, batch).adaptive_spec_mode)
+    assert modes == ["on", "off", "catchup"]
+    assert seen == [torch.int32, torch.int64, torch.int64]
+
+
 def test_the_stale_draft_ledger_counts_off_steps_per_request_at_reentry(monkeypatch):
     # same sequence as above; the batch's requests are r0.. (the first bs of them), and each
     # request's output grows by one token per step

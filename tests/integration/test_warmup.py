@@ -26,10 +26,11 @@ def fake_flashinfer(monkeypatch):
     return mod, calls
 
 
-def test_the_sampling_module_is_built_at_start(fake_flashinfer, caplog):
+@pytest.mark.parametrize("backend", ["sglang", "triton-greedy"])  # both verify sampling with SGLang's
+def test_the_sampling_module_is_built_at_start(fake_flashinfer, caplog, backend):
     _, calls = fake_flashinfer
     with caplog.at_level(logging.INFO, logger="adaptive_spec"):
-        assert warmup.warm_sampling_kernels("sglang") is not None
+        assert warmup.warm_sampling_kernels(backend) is not None
     assert calls == [1]
     assert "sampling kernels ready" in caplog.text
 

@@ -98,6 +98,20 @@ def test_trees_and_non_cuda_fall_through(vb, monkeypatch):
     assert len(calls) == 2
 
 
+def test_triton_greedy_leaves_sampling_batches_to_sglang(vb, monkeypatch):
+    calls = []
+    vb.install_verify_backend("triton-greedy")
+    assert "sampling: SGLang's" in vb.describe()
+    monkeypatch.setattr(vb, "_original", lambda *a, **k: calls.append(a) or "sglang")
+    vb._allow_cpu = True
+    vi, batch, lo, _ = _inputs(3, 4, 64, greedy=False, temperatures=torch.full((3, 1), 0.7))
+    assert vb._triton_eagle_sample(vi, batch, lo) == "sglang"
+    before = vb._counts["triton_greedy"]
+    vi, batch, lo, _ = _inputs(3, 4, 64)
+    assert vb._triton_eagle_sample(vi, batch, lo) != "sglang"  # greedy: our kernel
+    assert len(calls) == 1 and vb._counts["triton_greedy"] == before + 1
+
+
 @pytest.mark.parametrize("rejection", [False, True])
 def test_sampling_hook_matches_reference(vb, ref, monkeypatch, rejection):
     rc = importlib.import_module("sglang.srt.runtime_context")
