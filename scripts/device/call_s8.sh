@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# GPU machine nvidia-h200-x2, written in session 8 (2026-11-30) for the next session. Each call
+# ends with its results under $OUT; issue the next right after (the machine is released after
+# 30 s idle). Session 8 ran call_s7.sh b, c (twice: the first found the no-overlap crash), d and
+# call_s6.sh f; the kernel grid faulted again (results/2026-11-30-s8-kernel-fault-probe.txt).
+#   a  (~5 min) issue 6 end to end, never run: our verify kernels inside the server, forced on,
+#      vs SGLang's verify, greedy (GPU 0, outputs vs plain) and temperature 0.7 + top-p 0.9
+#      (GPU 1); `triton` (both kernels) and `triton-greedy` (ours for greedy batches only).
+#   b  (~4 min) the kernel grid, one process per batch size (a fault loses only its own point),
+#      then kernel_bench's B = 256 sequence again under compute-sanitizer where the image has it.
+#   c  (~9 min) = call_s7.sh f: always-wrong drafts on both MoE layouts, the four systems (issue 10).
+# Still to run from earlier scripts: call_s6.sh d (the TP = 2 sweep), e (step load + dense
+# always-wrong).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s8.sh a|b|c
+source scripts/device/common.sh
+case "${1:-}" in
+a)
+  export DEADLINE_S=400
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/soak-8b random,dial:0.7 --preset 8b ) || exit 3
+  VERIFY=(--concurrency 1,16,64 --time-budget-s 6
+    --system-args "adaptive-spec:on-sglang=--adaptive-spec-force on"
+    --system-args "adaptive-spec:on-triton=--adaptive-spec-force on --adaptive-spec-verify-backend triton"
+    --system-args "adaptive-spec:on-triton-greedy=--adaptive-spec-force on --adaptive-spec-verify-backend triton-greedy")
+  ( export ADAPTIVE_SPEC_WARM_SAMPLING=0
+    sweep 0 verify-e2e-greedy /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+      plain,adaptive-spec:on-sglang,adaptive-spec:on-triton "${VERIFY[@]}" > /tmp/sweep-a0.txt ) &
+  sweep 1 verify-e2e-top-p /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    adaptive-spec:on-sglang,adaptive-spec:on-triton,adaptive-spec:on-triton-greedy "${VERIFY[@]}" \
+    --temperature 0.7 --top-p 0.9 > /tmp/sweep-a1.txt
+  wait; cat /tmp/sweep-a0.txt /tmp/sweep-a1.txt
+  pack_logs logs-a.tar.xz /tmp/logs-verify-e2e-greedy/*.log /tmp/logs-verify-e2e-top-p/*.log ;;
+b)
+  cd /tmp
+  for bs in 1 64 256; do   # GPU 0, one process per batch size; the Triton cache makes later ones quick
+    CUDA_VISIBLE_DEVICES=0 timeout 150 python3 "$REPO/benchmarks/kernel_bench.py" --bs $bs --k 3,7 \
+      --vocab 128256 --budget-s 120 --no-checks --out "$OUT/kernels-bs$bs.json" 2>&1 | tail -4
+  done &
+  if command -v compute-sanitizer >/dev/null; then
+    CUDA_VISIBLE_DEVICES=1 timeout 280 compute-sanitizer --tool memcheck --print-limit 20 \
+      python3 "$REPO/benchmarks/kernel_bench.py" --bs 256 --k 3 --vocab 128256 --no-tune --no-checks \
+      --budget-s 200 --out "$OUT/kernels-sanitizer.json" > "$OUT/sanitizer.txt" 2>&1
+  else
+    echo "compute-sanitizer not on this image" > "$OUT/sanitizer.txt"
+  fi
+  wait; grep -v "^\s*$" "$OUT/sanitizer.txt" | head -60 ;;
+c)
+  cd "$REPO" && bash scripts/device/call_s7.sh f ;;
+*) echo "usage: call_s8.sh a|b|c"; exit 2 ;;
+esac
+rm -f "$OUT/build.log"
+say "done $1"
