@@ -169,6 +169,10 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
     lean = mode == "off" and ctl.cfg.off_path == "decode-lean"
     mr = worker._target_worker.model_runner if lean else None
     verify_graph = mr.decode_cuda_graph_runner if lean else None
+    ours = mode != "on"  # a step SGLang runs the way we set it up (on steps are SGLang's own)
+    saved = batch.__dict__.copy() if ours else None
+    published = []
+    failure = None
     try:
         if mode == "off":
             os.environ[SKIP_ENV] = "1"
@@ -178,7 +182,12 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
             os.environ.pop(SKIP_ENV, None)
         if lean:
             mr.decode_cuda_graph_runner = _NO_VERIFY_GRAPH
-        result = orig(worker, batch, *args, **kwargs)
+        call_args, call_kwargs = _watch_publish(args, kwargs, published) if ours else (args, kwargs)
+        result = orig(worker, batch, *call_args, **call_kwargs)
+    except Exception as exc:
+        if not ours or published:
+            raise  # SGLang's own step, or the scheduler already has this step's lengths
+        failure = exc
     finally:
         _decode_forward_active = False
         if lean:
@@ -188,6 +197,8 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
             os.environ.pop(SKIP_ENV, None)
         else:
             os.environ[SKIP_ENV] = env_before
+    if failure is not None:
+        return _rerun_as_sglang(orig, worker, batch, saved, ctl, mode, failure, args, kwargs)
     if lean and _decode_forward_graph is not None:
         # SGLang reports the (skipped) verify plan; the step did replay the decode graph
         result.can_run_cuda_graph = _decode_forward_graph
@@ -208,6 +219,37 @@ def _note_staleness(ctl, mode: str, batch) -> None:
             ledger.on_reentry((req.rid, len(req.output_ids)) for req in batch.reqs)
     except Exception as exc:
         logger.debug("adaptive_spec: staleness ledger: %r", exc)
+
+
+def _watch_publish(args, kwargs, published: list):
+    """SGLang's `on_publish` callback (new lengths to the scheduler), wrapped to note that it ran."""
+    def watched(callback):
+        def on_publish(*a, **k):
+            published.append(True)
+            return callback(*a, **k)
+        return on_publish
+
+    if kwargs.get("on_publish") is not None:
+        return args, dict(kwargs, on_publish=watched(kwargs["on_publish"]))
+    if args and args[0] is not None:
+        return (watched(args[0]),) + tuple(args[1:]), kwargs
+    return args, kwargs
+
+
+def _rerun_as_sglang(orig, worker, batch, saved: dict, ctl, mode: str, exc, args, kwargs):
+    """SGLang's step failed while running our off or catch-up step, before the scheduler heard
+    of its lengths (the first run without the overlap scheduler died this way, session 8). Undo
+    the step's batch edits, stop using our off path, fall back (logged once, in the status) and
+    run the step again as SGLang runs it, with the fallback's step count. Lossless: the failed
+    attempt only rewrote KV slots the re-run writes again with the same tokens at the same
+    positions. A second failure is SGLang's own and propagates."""
+    batch.__dict__.clear()
+    batch.__dict__.update(saved)
+    worker._as_decode_path = None
+    ctl.fail(f"{mode} step inside SGLang's forward: {exc!r}")
+    logger.error("adaptive_spec: our %s step failed inside SGLang (%r); SGLang's own path re-runs it "
+                 "and every later step", mode, exc, exc_info=exc)
+    return orig(worker, batch, *args, **kwargs)
 
 
 def _bonus_tokens_as_int64(batch) -> None:

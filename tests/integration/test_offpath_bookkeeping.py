@@ -107,6 +107,65 @@ def test_zero_step_steps_hand_sglang_int64_bonus_tokens(monkeypatch):
     assert seen == [torch.int32, torch.int64, torch.int64]
 
 
+def failing_once(worker, publish_first=False):
+    """SGLang's step as a recorder that fails the first time, after editing the batch (as its
+    verify step does) and, optionally, after telling the scheduler the new lengths."""
+    from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
+
+    # SGLang's own per-step activation, as a method of the class (the hook shadows it per step)
+    worker.__class__ = type("FakeWorkerV2", (type(worker),),
+                            {"activate_step_by_batch": EAGLEWorkerV2.activate_step_by_batch})
+    calls = []
+
+    def sglang_forward(w, batch, on_publish=None):
+        w.activate_step_by_batch(batch.seq_lens.shape[0])
+        calls.append({"spec_info": batch.spec_info, "steps": w.speculative_num_steps,
+                      "skip_draft_extend": os.environ.get(hooks_offpath.SKIP_ENV) == "1"})
+        if len(calls) == 1:
+            batch.spec_info = "verify input"
+            if publish_first:
+                on_publish("new lengths")
+            raise RuntimeError("Expected 'candidates' to be of type long (torch.int64).")
+        if on_publish is not None:
+            on_publish("new lengths")
+        return types.SimpleNamespace()
+
+    return sglang_forward, calls
+
+
+def test_a_failed_off_step_is_rerun_by_sglangs_own_path(monkeypatch):
+    """SGLang fails inside our off step before publishing: the batch is as it was, the
+    controller falls back (static: max steps), SGLang's own path re-runs the step and every
+    later one, and the server keeps serving."""
+    worker = install(monkeypatch, AdaptiveSpecConfig(threshold=16, hysteresis=4, queue_threshold=None))
+    sglang_forward, calls = failing_once(worker)
+    published = []
+    batch = decode_batch(32)
+    batch.spec_info = "draft input"
+    result = hooks_offpath.around_forward_batch_generation(sglang_forward, worker, batch, on_publish=published.append)
+    assert [c["spec_info"] for c in calls] == ["draft input", "draft input"]  # batch restored
+    assert calls[0]["steps"] == 0 and calls[0]["skip_draft_extend"]
+    assert calls[1] == {"spec_info": "draft input", "steps": 3, "skip_draft_extend": False}
+    assert published == ["new lengths"] and not hasattr(result, "adaptive_spec_mode")
+    ctl = state.get_controller()
+    assert "off step inside SGLang" in ctl.fallback_reason and ctl.status()["fallback"]
+    assert worker._as_decode_path is None and os.environ.get(hooks_offpath.SKIP_ENV) is None
+    hooks_offpath.around_forward_batch_generation(sglang_forward, worker, batch)
+    assert calls[2]["steps"] == 3  # later steps: SGLang's path with the fallback's step count
+
+
+def test_a_failure_after_the_step_published_its_lengths_propagates(monkeypatch):
+    """Once the scheduler has the step's lengths a re-run could contradict them: SGLang's error
+    propagates as it would without us."""
+    worker = install(monkeypatch, AdaptiveSpecConfig(threshold=16, hysteresis=4, queue_threshold=None))
+    sglang_forward, calls = failing_once(worker, publish_first=True)
+    batch = decode_batch(32)
+    batch.spec_info = "draft input"
+    with pytest.raises(RuntimeError, match="candidates"):
+        hooks_offpath.around_forward_batch_generation(sglang_forward, worker, batch, on_publish=lambda x: None)
+    assert len(calls) == 1 and state.get_controller().fallback_reason is None
+
+
 def test_the_stale_draft_ledger_counts_off_steps_per_request_at_reentry(monkeypatch):
     # same sequence as above; the batch's requests are r0.. (the first bs of them), and each
     # request's output grows by one token per step
