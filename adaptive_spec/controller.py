@@ -88,13 +88,19 @@ class DecisionLog:
         logger.info(line)
 
 
-def _decide_percentiles(seconds) -> dict:
-    """{decide_us_p50, decide_us_p99} over the recent decision times; empty when none."""
+def _decide_percentiles(seconds, name: str = "decide_us") -> dict:
+    """{NAME_p50, NAME_p99} in us over the recent decision times; empty when none."""
     if not seconds:
         return {}
     v = sorted(seconds)
-    return {"decide_us_p50": round(1e6 * v[len(v) // 2], 1),
-            "decide_us_p99": round(1e6 * v[int(0.99 * len(v))], 1)}
+    return {f"{name}_p50": round(1e6 * v[len(v) // 2], 1),
+            f"{name}_p99": round(1e6 * v[int(0.99 * len(v))], 1)}
+
+
+# Every Nth decision also reads the thread's CPU clock (a syscall, ~0.5 us): wall time minus CPU
+# time is time the scheduler thread waited (the GIL, preemption). The GPU sweeps read 35-45 us
+# wall per goodput decision on the server vs 7-10 us on the CPU machine (session 8).
+CPU_SAMPLE_EVERY = 16
 
 
 class Controller:
@@ -118,6 +124,7 @@ class Controller:
         # the latest decisions' wall times: the mean alone cannot tell a slow decision from
         # a rare wait for the GIL (the GPU sweeps' servers read a 77-84 us mean)
         self.recent_decide_s: deque = deque(maxlen=1024)
+        self.recent_decide_cpu_s: deque = deque(maxlen=256)  # sampled: CPU_SAMPLE_EVERY
         self.decision_count = 0
         self.decision_digest = 0  # crc32 of every chosen step count, in order; never reset
         self.log = DecisionLog(cfg.log_decisions)
@@ -177,6 +184,7 @@ class Controller:
     # ---- the decision -------------------------------------------------------------
     def decide(self, batch_size: int) -> Decision:
         """Draft steps for the decode batch about to launch (batch_size requests)."""
+        cpu0 = time.thread_time() if self.decision_count % CPU_SAMPLE_EVERY == 0 else None
         t0 = time.perf_counter()
         if self.fallback_reason is not None:
             decision = self._fallback_decision()
@@ -196,6 +204,8 @@ class Controller:
                 decision = self._fallback_decision()
         self._record(decision)
         dt = time.perf_counter() - t0
+        if cpu0 is not None:
+            self.recent_decide_cpu_s.append(time.thread_time() - cpu0)
         self.decide_seconds += dt
         self.recent_decide_s.append(dt)
         return decision
@@ -235,6 +245,7 @@ class Controller:
         self.switches = 0
         self.decide_seconds = 0.0
         self.recent_decide_s.clear()
+        self.recent_decide_cpu_s.clear()
 
     def note_mode(self, mode: str) -> None:
         """How the worker ran the step (off / catchup / on); see hooks_offpath."""
@@ -286,5 +297,6 @@ class Controller:
             "decisions": {f"{s}:{r}": n for (s, r), n in sorted(self.decisions.items())},
             "decide_us_mean": 1e6 * self.decide_seconds / max(1, sum(self.steps_histogram.values())),
             **_decide_percentiles(self.recent_decide_s),
+            **_decide_percentiles(self.recent_decide_cpu_s, "decide_cpu_us"),
             "cost_model": self.policy.describe() if hasattr(self.policy, "describe") else None,
         }

@@ -146,3 +146,20 @@ def test_status_reports_the_decision_cost_as_percentiles():
     assert st["decide_us_p50"] == 10.0 and st["decide_us_p99"] == 5000.0
     ctl.reset_stats()
     assert "decide_us_p50" not in ctl.status()
+
+
+def test_every_sixteenth_decision_also_reads_the_threads_cpu_time():
+    """Wall minus CPU time per decision is time the scheduler thread waited (GIL, preemption):
+    the server's 35-45 us vs the CPU machine's 7-10 us (session 8) needs that split."""
+    from adaptive_spec import controller
+
+    ctl = Controller(AdaptiveSpecConfig(threshold=16))
+    for _ in range(3 * controller.CPU_SAMPLE_EVERY):
+        ctl.decide(batch_size=4)
+    assert len(ctl.recent_decide_cpu_s) == 3 and all(t >= 0 for t in ctl.recent_decide_cpu_s)
+    ctl.recent_decide_cpu_s.clear()
+    ctl.recent_decide_cpu_s.extend([4e-6, 5e-6, 6e-6])
+    st = ctl.status()
+    assert st["decide_cpu_us_p50"] == 5.0 and st["decide_cpu_us_p99"] == 6.0
+    ctl.reset_stats()
+    assert "decide_cpu_us_p50" not in ctl.status()
