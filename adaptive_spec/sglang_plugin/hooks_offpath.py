@@ -185,8 +185,11 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
         call_args, call_kwargs = _watch_publish(args, kwargs, published) if ours else (args, kwargs)
         result = orig(worker, batch, *call_args, **call_kwargs)
     except Exception as exc:
-        if not ours or published:
-            raise  # SGLang's own step, or the scheduler already has this step's lengths
+        if not ours or published or ctl.reducer is not None:
+            # SGLang's own step; or the scheduler already has this step's lengths; or tensor
+            # parallel, where this rank alone falling back would leave the ranks running
+            # different steps (a hang instead of an error)
+            raise
         failure = exc
     finally:
         _decode_forward_active = False

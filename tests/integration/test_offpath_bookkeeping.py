@@ -166,6 +166,19 @@ def test_a_failure_after_the_step_published_its_lengths_propagates(monkeypatch):
     assert len(calls) == 1 and state.get_controller().fallback_reason is None
 
 
+def test_under_tensor_parallel_a_failed_off_step_propagates(monkeypatch):
+    """With TP > 1 one rank falling back alone would run other steps than its peers: the
+    error ends the step as it would without us."""
+    worker = install(monkeypatch, AdaptiveSpecConfig(threshold=16, hysteresis=4, queue_threshold=None))
+    state.get_controller().reducer = lambda values: values  # what a multi-rank server installs
+    sglang_forward, calls = failing_once(worker)
+    batch = decode_batch(32)
+    batch.spec_info = "draft input"
+    with pytest.raises(RuntimeError, match="candidates"):
+        hooks_offpath.around_forward_batch_generation(sglang_forward, worker, batch)
+    assert len(calls) == 1 and state.get_controller().fallback_reason is None
+
+
 def test_the_stale_draft_ledger_counts_off_steps_per_request_at_reentry(monkeypatch):
     # same sequence as above; the batch's requests are r0.. (the first bs of them), and each
     # request's output grows by one token per step
