@@ -243,9 +243,10 @@ def _rerun_as_sglang(orig, worker, batch, saved: dict, ctl, mode: str, exc, args
     """SGLang's step failed while running our off or catch-up step, before the scheduler heard
     of its lengths (the first run without the overlap scheduler died this way, session 8). Undo
     the step's batch edits, stop using our off path, fall back (logged once, in the status) and
-    run the step again as SGLang runs it, with the fallback's step count. Lossless: the failed
-    attempt only rewrote KV slots the re-run writes again with the same tokens at the same
-    positions. A second failure is SGLang's own and propagates."""
+    run the step again as SGLang runs it, with the fallback's step count. Lossless by our
+    reading (not exercised on a GPU): the failed attempt can only have written target KV slots
+    that the re-run writes again with the same tokens at the same positions. A second failure
+    is SGLang's own and propagates."""
     batch.__dict__.clear()
     batch.__dict__.update(saved)
     worker._as_decode_path = None

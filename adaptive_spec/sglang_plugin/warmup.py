@@ -10,7 +10,8 @@ and the whole server stall ~100 s (session 3). Building the module once while th
 starts moves that wait to start-up (nothing once FlashInfer's cache holds the module).
 
 `ADAPTIVE_SPEC_WARM_SAMPLING=0` skips it. Not done with our Triton verify backend `triton`, which
-does not use these kernels (`triton-greedy` does, for sampling batches), nor without FlashInfer (sgl_kernel's own compiled ops then run).
+does not use these kernels (`triton-greedy` does, for sampling batches), nor without FlashInfer
+(sgl_kernel's own compiled ops then run).
 Failure only logs: the first sampling request then compiles, as it would have.
 """
 
