@@ -53,7 +53,18 @@ IDLE_GAP_S = 0.5
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV, "") not in ("", "0")
+    """On by its own variable, or for the stack sampler (which reports per window of ours)."""
+    return any(os.environ.get(name, "") not in ("", "0") for name in (ENV, "ADAPTIVE_SPEC_STACK_SAMPLER"))
+
+
+# diagnostics reporting per busy window (the stack sampler): told when a window is logged
+# (on_window(rank, decode_steps, mean_running)) and whenever the clock resets (on_reset())
+_window_listeners: list = []
+
+
+def add_window_listener(listener) -> None:
+    if listener not in _window_listeners:
+        _window_listeners.append(listener)
 
 
 class PhaseClock:
@@ -66,6 +77,8 @@ class PhaseClock:
         self.reset()
 
     def reset(self) -> None:
+        for listener in _window_listeners:
+            listener.on_reset()
         self.seconds: Dict[str, float] = {}
         self.calls: Dict[str, int] = {}
         self.decode_steps = 0
@@ -103,6 +116,8 @@ class PhaseClock:
         line = self.window_line(end)
         if line is not None:
             logger.info(line)
+            for listener in _window_listeners:
+                listener.on_window(self.rank, self.decode_steps, self.running_sum / self.decode_steps)
         self.reset()
         return line
 

@@ -3,7 +3,8 @@
 Hooks are registered only when the launcher passed our settings (environment variable);
 a plain `python -m sglang.launch_server` with this package installed is untouched, unless
 ADAPTIVE_SPEC_PHASE_TIMING=1 asks for the phase clocks (`phase_timing.py`) or
-ADAPTIVE_SPEC_SYNC_PROBE=1 for the sync counter (`sync_probe.py`): diagnostics.
+ADAPTIVE_SPEC_SYNC_PROBE=1 for the sync counter (`sync_probe.py`) or ADAPTIVE_SPEC_STACK_SAMPLER=1
+for the scheduler thread's stack samples (`stack_sampler.py`): diagnostics.
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ def register() -> None:
         cfg = None
     from importlib import import_module
 
-    from . import phase_timing, sync_probe
+    from . import phase_timing, stack_sampler, sync_probe
 
-    diagnostics = [m for m in (phase_timing, sync_probe) if m.enabled()]
+    diagnostics = [m for m in (phase_timing, sync_probe, stack_sampler) if m.enabled()]
     if cfg is None and not diagnostics:
         return
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType

@@ -9,9 +9,13 @@
 #   b  (~4 min) the kernel grid, one process per batch size (a fault loses only its own point),
 #      then kernel_bench's B = 256 sequence again under compute-sanitizer where the image has it.
 #   c  (~9 min) = call_s7.sh f: always-wrong drafts on both MoE layouts, the four systems (issue 10).
+#   d  (~5 min) issue 3: where the off step's host time goes, function by function. The stack
+#      sampler (ADAPTIVE_SPEC_STACK_SAMPLER=1, phase clocks included) on plain, forced-off lean
+#      and forced-off direct at 1 and 64 requests (GPU 0), and on eagle3 and flapping every 8
+#      steps (GPU 1); tables of each server's ms per decode step by function vs plain.
 # Still to run from earlier scripts: call_s6.sh d (the TP = 2 sweep), e (step load + dense
 # always-wrong).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s8.sh a|b|c
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s8.sh a|b|c|d
 source scripts/device/common.sh
 case "${1:-}" in
 a)
@@ -45,7 +49,23 @@ b)
   wait; grep -v "^\s*$" "$OUT/sanitizer.txt" | head -60 ;;
 c)
   cd "$REPO" && bash scripts/device/call_s7.sh f ;;
-*) echo "usage: call_s8.sh a|b|c"; exit 2 ;;
+d)
+  export DEADLINE_S=330 ADAPTIVE_SPEC_STACK_SAMPLER=1 ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/al-8b aligned --preset 8b ) || exit 3
+  STACK=(--concurrency 1,64 --time-budget-s 8)
+  sweep 0 stacks-off /tmp/al-8b/target /tmp/al-8b/draft-aligned \
+    plain,adaptive-spec:forced-off-lean,adaptive-spec:forced-off-direct "${STACK[@]}" \
+    --system-args "adaptive-spec:forced-off-lean=--adaptive-spec-force off" \
+    --system-args "adaptive-spec:forced-off-direct=--adaptive-spec-force off --adaptive-spec-off-path direct" \
+    > /tmp/sweep-d0.txt &
+  sweep 1 stacks-spec /tmp/al-8b/target /tmp/al-8b/draft-aligned plain,eagle3,adaptive-spec:flap8 "${STACK[@]}" \
+    --system-args "adaptive-spec:flap8=--adaptive-spec-force flap:8" > /tmp/sweep-d1.txt
+  wait; cat /tmp/sweep-d0.txt /tmp/sweep-d1.txt
+  for n in 1 64; do stacks /tmp/logs-stacks-off $n; stacks /tmp/logs-stacks-spec $n; done > /dev/null
+  head -45 "$OUT/stacks-stacks-off-near64.txt"
+  phases /tmp/logs-stacks-off > /dev/null
+  pack_logs logs-d.tar.xz /tmp/logs-stacks-off/*.log /tmp/logs-stacks-spec/*.log ;;
+*) echo "usage: call_s8.sh a|b|c|d"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 say "done $1"

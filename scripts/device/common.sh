@@ -166,6 +166,13 @@ phases() {
     | tee "$OUT/phases-${name#logs-}.txt"
 }
 
+# stack_summary of a sweep's server logs (ADAPTIVE_SPEC_STACK_SAMPLER=1) at $2 running requests
+stacks() {
+  local name; name=$(basename "$1")
+  ( cd /tmp && python3 -m adaptive_spec.bench.stack_summary --near "$2" --json "$OUT/stacks-${name#logs-}.json" \
+      "$1"/server-*.log ) | tee "$OUT/stacks-${name#logs-}-near$2.txt"
+}
+
 # $OUT/$1 (tar.xz): of each server log given, our lines and errors, and SGLang's batch lines.
 pack_logs() {
   local archive=$1 f; shift

@@ -71,3 +71,12 @@ def test_sync_probe_alone_counts_a_plain_server_and_hooks_nothing_else():
     assert "sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2.__init__" not in registry
     assert ("sglang.srt.managers.scheduler_components.batch_result_processor."
             "SchedulerBatchResultProcessor.process_batch_result_decode") in registry
+
+
+def test_stack_sampler_alone_brings_the_phase_clocks_and_none_of_our_policy_hooks():
+    result = run_probe(None, {"ADAPTIVE_SPEC_STACK_SAMPLER": "1"})
+    registry = result["registry"]
+    assert "sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2.__init__" not in registry
+    assert "sglang.srt.managers.scheduler.Scheduler.run_batch" in registry  # the windows' clocks
+    assert ("sglang.srt.managers.scheduler_components.batch_result_processor."
+            "SchedulerBatchResultProcessor.process_batch_result_decode") in registry
