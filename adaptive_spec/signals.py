@@ -10,7 +10,7 @@ decision through a value every rank agrees on.
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -60,7 +60,8 @@ class AcceptanceStats:
         if steps <= 0 or not correct_drafts_per_req:
             return
         n = len(correct_drafts_per_req)
-        mean_accept_len = 1.0 + sum(correct_drafts_per_req) / n
+        accepted = sum(correct_drafts_per_req)
+        mean_accept_len = 1.0 + accepted / n
         if self.ema_accept_len is None:
             self.ema_accept_len = mean_accept_len
         else:
@@ -69,21 +70,24 @@ class AcceptanceStats:
         self.samples += 1
         self.total_rounds += n
         self.total_drafted += steps * n
-        self.total_accepted_drafts += sum(correct_drafts_per_req)
+        self.total_accepted_drafts += accepted
         while len(self.pos_tries) < steps:
             self.pos_tries.append(0)
             self.pos_hits.append(0)
         for j in range(len(self.pos_tries)):
             self.pos_tries[j] *= self.pos_decay
             self.pos_hits[j] *= self.pos_decay
-        for correct in correct_drafts_per_req:
-            correct = min(max(int(correct), 0), steps)
-            # Positions 0..correct-1 were tried and hit; position `correct` was tried and
-            # missed (if it exists).
-            for j in range(min(correct + 1, steps)):
-                self.pos_tries[j] += 1
-            for j in range(correct):
-                self.pos_hits[j] += 1
+        # A request with c correct drafts tried positions 0..c (those below `steps`) and hit
+        # 0..c-1. Counted from a histogram of c (Counter's loop runs in C): the per-request
+        # Python loop cost ~50 us per result at 64 requests, 245 us at 256 x 7 steps (session 8).
+        at_least = [0] * (steps + 2)  # at_least[c]: requests with >= c correct drafts
+        for correct, count in Counter(correct_drafts_per_req).items():
+            at_least[min(max(int(correct), 0), steps)] += count
+        for c in range(steps - 1, -1, -1):
+            at_least[c] += at_least[c + 1]
+        for j in range(steps):
+            self.pos_tries[j] += at_least[j]
+            self.pos_hits[j] += at_least[j + 1]
 
     def per_position(self) -> list[Optional[float]]:
         return [h / t if t else None for h, t in zip(self.pos_hits, self.pos_tries)]

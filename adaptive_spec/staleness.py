@@ -50,9 +50,10 @@ class StalenessLedger:
         self.off_steps += 1
 
     def on_drafting_step(self, rids: Iterable[str]) -> None:
-        """The requests of a drafting step's batch: their draft KV is whole again."""
-        for rid in rids:
-            self.noted[rid] = self.off_steps
+        """The requests of a drafting step's batch: their draft KV is whole again. The notes
+        become this batch's (finished requests are forgotten: a server that never turns
+        drafting off would otherwise keep every request it ever served)."""
+        self.noted = dict.fromkeys(rids, self.off_steps)
 
     def on_reentry(self, reqs: Iterable[Tuple[str, int]]) -> Reentry:
         """(rid, output length) of each request in the catch-up step's batch. Forgets requests

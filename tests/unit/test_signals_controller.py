@@ -163,3 +163,41 @@ def test_every_sixteenth_decision_also_reads_the_threads_cpu_time():
     assert st["decide_cpu_us_p50"] == 5.0 and st["decide_cpu_us_p99"] == 6.0
     ctl.reset_stats()
     assert "decide_cpu_us_p50" not in ctl.status()
+
+
+def _per_request_reference(stats_steps_results, decay=0.995):
+    """The per-request counting the histogram replaced (session 8), as the reference."""
+    tries, hits = [], []
+    for steps, results in stats_steps_results:
+        if steps <= 0 or not results:
+            continue
+        while len(tries) < steps:
+            tries.append(0)
+            hits.append(0)
+        tries = [t * decay for t in tries]
+        hits = [h * decay for h in hits]
+        for correct in results:
+            correct = min(max(int(correct), 0), steps)
+            for j in range(min(correct + 1, steps)):
+                tries[j] += 1
+            for j in range(correct):
+                hits[j] += 1
+    return tries, hits
+
+
+def test_per_position_counts_equal_the_per_request_reference():
+    import random
+
+    from adaptive_spec.signals import AcceptanceStats
+
+    rng = random.Random(7)
+    history = []
+    for _ in range(300):
+        steps = rng.choice([0, 1, 2, 3, 7])
+        # out-of-range values too (clamped): -1 and steps + 2
+        history.append((steps, [rng.randint(-1, steps + 2) for _ in range(rng.randint(0, 70))]))
+    stats = AcceptanceStats()
+    for steps, results in history:
+        stats.observe(steps, results)
+    tries, hits = _per_request_reference(history)
+    assert stats.pos_tries == pytest.approx(tries) and stats.pos_hits == pytest.approx(hits)

@@ -34,3 +34,12 @@ def test_reentry_without_off_steps_has_nothing_stale_and_counts_reset_keeps_the_
     for _ in range(RECENT_REENTRIES + 3):
         led.on_reentry([("a", 11)])
     assert len(led.status()["recent"]) == RECENT_REENTRIES
+
+
+def test_a_server_that_never_turns_drafting_off_keeps_only_its_current_batch():
+    """The notes are the last drafting batch's: 10,000 requests served while always drafting
+    leave one batch's worth (found in session 8: the notes grew with every request)."""
+    led = StalenessLedger()
+    for step in range(10_000):
+        led.on_drafting_step([f"r{step}", f"r{step + 1}"])  # each request drafts twice, then ends
+    assert set(led.noted) == {"r9999", "r10000"}
