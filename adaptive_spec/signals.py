@@ -21,7 +21,7 @@ class LoadSnapshot:
 
     running: int = 0  # requests in the decode batch
     waiting: int = 0  # requests in the waiting queue
-    waiting_tokens: int = 0  # prompt tokens of the waiting requests
+    waiting_tokens: int = 0  # prompt tokens of the waiting requests (extrapolated past 256)
     kv_used: int = 0  # KV token slots in use (not free, not evictable)
     kv_total: int = 0  # KV token slots in the pool
     forward_ct: int = 0  # scheduler's forward counter when taken

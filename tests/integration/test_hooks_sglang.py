@@ -51,6 +51,15 @@ def test_snapshot_from_real_scheduler_state():
     assert snap.kv_usage == pytest.approx(0.3)
 
 
+def test_a_long_queue_counts_its_first_requests_and_extrapolates():
+    """Only the status reads the waiting tokens: a queue of 1,000 is not walked every step."""
+    from adaptive_spec.sglang_plugin import hooks_scheduler
+
+    n = hooks_scheduler.MAX_WAITING_SCANNED
+    snap = snapshot_from_scheduler(make_scheduler(running=1, waiting_lens=[10] * n + [1000] * (1000 - n)))
+    assert snap.waiting == 1000 and snap.waiting_tokens == 10 * 1000  # the first n's mean x 1,000
+
+
 class FakeWorker:
     """Stands in for EAGLEWorkerV2's GPU side: records which runtime state is applied."""
 
