@@ -13,9 +13,13 @@
 #      sampler (ADAPTIVE_SPEC_STACK_SAMPLER=1, phase clocks included) on plain, forced-off lean
 #      and forced-off direct at 1 and 64 requests (GPU 0), and on eagle3 and flapping every 8
 #      steps (GPU 1); tables of each server's ms per decode step by function vs plain.
+#   e  (~7 min) issue 8: our off path under SGLang settings it never ran with (decode CUDA graphs
+#      off, page size 16, chunked prefill of 300-700-token prompts, radix cache off), each set
+#      with its own plain server (greedy numerics may differ between settings): flapping every
+#      8 steps and forced off vs plain, token for token, at 1 and 16 requests.
 # Still to run from earlier scripts: call_s6.sh d (the TP = 2 sweep), e (step load + dense
 # always-wrong).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s8.sh a|b|c|d
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s8.sh a|b|c|d|e
 source scripts/device/common.sh
 case "${1:-}" in
 a)
@@ -65,7 +69,29 @@ d)
   head -45 "$OUT/stacks-stacks-off-near64.txt"
   phases /tmp/logs-stacks-off > /dev/null
   pack_logs logs-d.tar.xz /tmp/logs-stacks-off/*.log /tmp/logs-stacks-spec/*.log ;;
-*) echo "usage: call_s8.sh a|b|c|d"; exit 2 ;;
+e)
+  export DEADLINE_S=440 ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/soak-8b random,dial:0.7 --preset 8b ) || exit 3
+  COMPAT=(plain,adaptive-spec:flap8,adaptive-spec:forced-off --concurrency 1,16 --time-budget-s 5
+    --system-args "adaptive-spec:flap8=--adaptive-spec-force flap:8"
+    --system-args "adaptive-spec:forced-off=--adaptive-spec-force off")
+  compat() {  # $1 GPU, $2 name, rest: the settings (for every server of the sweep)
+    local gpu=$1 name=$2; shift 2
+    sweep "$gpu" "compat-$name" /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "${COMPAT[@]}" "$@" \
+      > "/tmp/sweep-e-$name.txt"
+  }
+  # the first pair within 200 s (a later --deadline-s wins), so the second has its share
+  compat 0 no-graphs --server-arg "--cuda-graph-backend-decode disabled" --deadline-s 200 &
+  compat 1 page16 --server-arg "--page-size 16" --deadline-s 200
+  wait
+  compat 0 chunked --server-arg "--chunked-prefill-size 256" --prompt-len 300,700 &
+  compat 1 no-radix --server-arg=--disable-radix-cache
+  wait
+  for n in no-graphs page16 chunked no-radix; do
+    echo "== $n"; grep -E "lossless|FAILED|rror|skipped" "/tmp/sweep-e-$n.txt" | head -6
+  done
+  pack_logs logs-e.tar.xz /tmp/logs-compat-*/*.log ;;
+*) echo "usage: call_s8.sh a|b|c|d|e"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 say "done $1"
