@@ -605,8 +605,11 @@ def main(argv=None):
             base = dict(bs=bsz, k=k, vocab=v, dtype="bfloat16")
             # more programs per SM too: at B = 64 the default launch reads ~0.45 TB/s (148 us for
             # 66 MB of logits, 2026-11-29), latency-bound with ~10 warps per SM
+            # (2048, 4, 8.0) is the default since session 8 (79 vs 133 us at B = 64 in session 7's
+            # sweep); 16 programs per SM and 1,024-element tiles look further
             for blk, nw, pps in ((4096, 4, 2.0), (2048, 4, 2.0), (8192, 8, 2.0), (4096, 4, 1.0),
-                                 (4096, 4, 4.0), (4096, 4, 8.0), (2048, 4, 8.0)):
+                                 (4096, 4, 4.0), (4096, 4, 8.0), (2048, 4, 8.0), (2048, 4, 16.0),
+                                 (1024, 4, 16.0)):
                 point = dict(base, op="chain_verify_greedy:tune", scenario="accept=0.7",
                              impl=f"triton[block={blk},warps={nw},programs_per_sm={pps}]")
                 try:

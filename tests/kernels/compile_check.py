@@ -51,6 +51,9 @@ def _compile(fn, types, consts, arch, num_warps):
     return (k.metadata.shared, [w for w in FORBIDDEN if w in ptx]) + _ptxas_info(ptx, arch)
 
 
+# The greedy launches chain_verify_greedy picks (2 vectors per thread since session 8; D_P2 and
+# NS_P2 as the wrapper passes them): (logits dtype, U vectors per thread, S lanes, warps)
+GREEDY_LAUNCHES = (("*bf16", 2, 1024, 4), ("*fp32", 2, 512, 4))
 # The sampling launches chain_verify_sampling picks: 4 warps, and 8 warps when there are fewer
 # rows than SMs (the "-few-rows" variant), both 2 vectors per thread.
 # (name, logits dtype, classic rejection, U vectors per thread, S lanes, warps)
@@ -78,14 +81,14 @@ def main(archs, old=False):
                 stride_ub="i64", stride_us="i64", stride_qb="i64", stride_qs="i64",
                 thr_single="fp32", thr_acc="fp32")
     for arch in archs:
-        for dt, blk, nw in (("*bf16", 4096, 4), ("*fp32", 2048, 4)):
+        for dt, u, lanes, nw in GREEDY_LAUNCHES:
             shared, bad, regs, spills = _compile(
                 cv._greedy_chain_kernel, dict(greedy, logits_ptr=dt),
-                dict(D_P2=4, NS_P2=8, U=4, S=blk // 4, WRITE_LENS=True), arch, nw)
+                dict(D_P2=8, NS_P2=64, U=u, S=lanes, WRITE_LENS=True), arch, nw)
             print(json.dumps(dict(arch=arch, kernel="greedy", dtype=dt, shared=shared,
                                   forbidden=bad, registers=regs, spill_bytes=spills)))
         for name, dt, classic, u, lanes, nw in SAMPLING_LAUNCHES + (OLD_SAMPLING_LAUNCHES if old else ()):
-            consts = dict(D_P2=4, HAS_TEMP=True, HAS_TOPK=True, HAS_TOPP=True,
+            consts = dict(D_P2=8, HAS_TEMP=True, HAS_TOPK=True, HAS_TOPP=True,
                           HAS_MINP=True, CLASSIC=classic, WRITE_LENS=True, U=u, S=lanes,
                           CAP=128, CI=32)
             shared, bad, regs, spills = _compile(cv._sample_chain_kernel, dict(samp, logits_ptr=dt),
