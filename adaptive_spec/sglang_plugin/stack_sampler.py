@@ -13,6 +13,12 @@ function on it. When a phase-clock window ends (a sweep level) it logs one line:
 innermost (its own Python, or a C call it made: a kernel launch, a copy, a wait).
 `python -m adaptive_spec.bench.stack_summary` lines servers up function by function.
 
+Reading it: the sampling thread needs the GIL, which it gets when the scheduler thread lets
+go of it, mostly inside torch calls (their bindings release it) and otherwise within the
+interpreter's switch interval (5 ms). A sample can therefore land a little later than it was
+due, at the next such point: inclusive times by function are the reliable reading; self times
+lean towards the Python lines that call torch.
+
 Why: the phase clocks put our off step's extra against plain at 1.15-1.37 ms per step inside
 SGLang's spec-v2 step outside the target forward, and the direct off step (which skips SGLang's
 verify) is no faster (session 8); which functions hold that time needs a profile of the host
