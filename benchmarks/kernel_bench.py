@@ -381,10 +381,19 @@ def main(argv=None):
     ap.add_argument("--no-checks", action="store_true", help="skip the distribution check")
     ap.add_argument("--no-tune", dest="tune", action="store_false",
                     help="skip the block-size / warps sweep of our kernels")
+    ap.add_argument("--ops", default="greedy,sampling",
+                    help="which verify kinds to time (comma list of greedy, sampling); for bisecting "
+                         "a fault that needs earlier calls (session 8)")
+    ap.add_argument("--scenarios", default="draft~target,flat",
+                    help="sampling inputs to run (comma list of draft~target, flat)")
     ap.add_argument("--smoke-cpu", action="store_true",
                     help="exercise this script on CPU (Triton interpreter, torch stand-in for "
                          "sgl_kernel, tiny grid); timings are meaningless")
     args = ap.parse_args(argv)
+    ops, scenarios = set(args.ops.split(",")), set(args.scenarios.split(","))
+    if not ops <= {"greedy", "sampling"} or not scenarios <= {"draft~target", "flat"}:
+        print("kernel_bench: --ops takes greedy,sampling and --scenarios draft~target,flat", file=sys.stderr)
+        return 2
 
     global _SMOKE
     _SMOKE = args.smoke_cpu
@@ -523,7 +532,7 @@ def main(argv=None):
             record_error(dict(base, op="inputs"), exc)
             continue
         # ---- greedy
-        for accept in (0.7, 1.0):
+        for accept in ((0.7, 1.0) if "greedy" in ops else ()):
             point = dict(base, op="chain_verify_greedy", scenario=f"accept={accept}")
             try:
                 cand = _greedy_drafts(logits, bsz, d, accept, gen)
@@ -548,6 +557,7 @@ def main(argv=None):
             variants += [("draft~target", "temperature", None, None),
                          ("draft~target", "temperature+top_k+top_p", tks, tps)]
         variants.append(("flat", "temperature+top_p", None, tps))
+        variants = [v_ for v_ in variants if "sampling" in ops and v_[0] in scenarios]
         for scenario, params, top_ks, top_ps in variants:
             point = dict(base, op="chain_verify_sampling", scenario=scenario, sampling=params)
             if out_of_time(reserve=40):

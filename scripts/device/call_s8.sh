@@ -48,7 +48,15 @@ b)
       python3 "$REPO/benchmarks/kernel_bench.py" --bs 256 --k 3 --vocab 128256 --no-tune --no-checks \
       --budget-s 200 --out "$OUT/kernels-sanitizer.json" > "$OUT/sanitizer.txt" 2>&1
   else
-    echo "compute-sanitizer not on this image" > "$OUT/sanitizer.txt"
+    # no sanitizer: bisect which earlier calls the fault needs (one process each, a fault
+    # poisons only its own context): flat sampling alone, sampling alone, everything
+    echo "compute-sanitizer not on this image; bisecting with kernel_bench --ops/--scenarios" > "$OUT/sanitizer.txt"
+    for sel in "--ops sampling --scenarios flat" "--ops sampling" "--ops greedy,sampling"; do
+      CUDA_LAUNCH_BLOCKING=1 CUDA_VISIBLE_DEVICES=1 timeout 120 python3 "$REPO/benchmarks/kernel_bench.py" \
+        --bs 256 --k 3 --vocab 128256 --no-tune --no-checks --budget-s 90 $sel \
+        --out "$OUT/kernels-bisect-${sel//[^a-z]/}.json" 2>&1 | grep -E "ERROR|wrote" | head -3 \
+        | sed "s/^/[$sel] /" >> "$OUT/sanitizer.txt"
+    done
   fi
   wait; grep -v "^\s*$" "$OUT/sanitizer.txt" | head -60 ;;
 c)

@@ -140,3 +140,21 @@ def test_validate_cli(tmp_path, cli_cmd):
     lines = r.stdout.strip().splitlines()
     assert len(lines) == 1 and "rows[0].system" in lines[0] and str(broken) in lines[0]
     assert "Traceback" not in r.stderr
+
+
+def test_kernel_bench_runs_only_the_verify_kinds_and_inputs_asked_for(tmp_path):
+    """--ops / --scenarios (for bisecting the H200 fault of session 8), on CPU (--smoke-cpu:
+    Triton interpreter, torch stand-in for sgl_kernel): only flat-logit sampling rows."""
+    import sys
+
+    out = tmp_path / "k.json"
+    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "kernel_bench.py"
+    r = subprocess.run([sys.executable, str(bench), "--smoke-cpu", "--no-tune", "--no-checks",
+                        "--ops", "sampling", "--scenarios", "flat", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert rows and {(row["op"], row["scenario"]) for row in rows} == {("chain_verify_sampling", "flat")}
+    bad = subprocess.run([sys.executable, str(bench), "--ops", "gredy", "--out", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
