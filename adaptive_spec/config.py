@@ -25,6 +25,12 @@ VERIFY_BACKENDS = ("sglang", "triton", "triton-greedy")
 # target's plain decode forward and sampler called outside SGLang's verify step (lossless on
 # the GPU, session 6)
 OFF_PATHS = ("decode", "sglang", "decode-lean", "direct")  # status carries the index: append only
+# How the scheduler orders its next GPU work after an off step (SGLang's WAR barrier, scheduler.py
+# `_apply_war_barrier`): "coarse" = what SGLang does after a step without draft-extend, a wait for
+# the whole forward; "fast" = the plain server's wait, on the event the target's decode graph
+# records once it has read the shared KV pool (session 8, from reading SGLang 0.5.16; not yet
+# measured on a GPU)
+OFF_BARRIERS = ("coarse", "fast")
 
 # Upper bounds that catch typos ("--adaptive-spec-threshold 1e9") without limiting real use.
 MAX_BATCH_LEVEL = 1 << 20
@@ -74,6 +80,7 @@ class AdaptiveSpecConfig:
     # no draft work, no verify-graph planning), "decode" (the same with SGLang's verify-graph
     # planning), "sglang" (SGLang's built-in 0-step state, kept for comparison) or "direct".
     off_path: str = "decode-lean"
+    off_barrier: str = "coarse"
     # Goodput policy: optional TPOT target in milliseconds.
     tpot_slo_ms: Optional[float] = None
 
@@ -198,6 +205,9 @@ class AdaptiveSpecConfig:
             )
         if self.off_path not in OFF_PATHS:
             raise ConfigError(flag_name("off_path"), f"unknown off path {self.off_path!r} (choose from {', '.join(OFF_PATHS)})")
+        if self.off_barrier not in OFF_BARRIERS:
+            raise ConfigError(flag_name("off_barrier"),
+                              f"unknown barrier {self.off_barrier!r} (choose from {', '.join(OFF_BARRIERS)})")
         if self.tpot_slo_ms is not None:
             _check_float("tpot_slo_ms", self.tpot_slo_ms, 0.01, 1e6)
 
@@ -224,7 +234,7 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
         if isinstance(value, bool):
             return value
         raise ConfigError(flag, f"must be true or false, got {value!r}")
-    if key in ("policy", "force", "fallback", "verify_backend", "off_path"):
+    if key in ("policy", "force", "fallback", "verify_backend", "off_path", "off_barrier"):
         if isinstance(value, str):
             return value
         raise ConfigError(flag, f"must be a string, got {value!r}")

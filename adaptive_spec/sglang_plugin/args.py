@@ -13,7 +13,7 @@ import os
 import tempfile
 from typing import Optional
 
-from ..config import OFF_PATHS, AdaptiveSpecConfig, ConfigError, FALLBACKS, POLICIES, VERIFY_BACKENDS
+from ..config import OFF_BARRIERS, OFF_PATHS, AdaptiveSpecConfig, ConfigError, FALLBACKS, POLICIES, VERIFY_BACKENDS
 
 def _int_or_off(text: str):
     if text == "off":
@@ -72,6 +72,13 @@ _CHOICE_FLAGS = {
         "no draft work, SGLang's planning of the unused verify graph skipped), decode (the same with "
         "that planning), sglang (SGLang's built-in 0-step state, for comparison) or direct (the "
         "target's plain decode forward and sampler called directly, outside SGLang's verify step; "
+        "experimental).",
+    ),
+    "off_barrier": (
+        OFF_BARRIERS,
+        "After an off step the scheduler's next GPU work waits for the whole forward (coarse, "
+        "default: what SGLang does after a step without draft-extend) or, like the plain "
+        "server's, only until the target's decode graph has read the shared KV pool (fast; "
         "experimental).",
     ),
 }

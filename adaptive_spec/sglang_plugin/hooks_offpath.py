@@ -149,10 +149,12 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
         ctl.fail(f"off-path decision: {exc!r}")
         return orig(worker, batch, *args, **kwargs)
 
+    fast_barrier = mode == "off" and ctl.cfg.off_barrier == "fast"
     if mode == "off" and ctl.cfg.off_path == "direct" and direct_eligible(batch):
         on_publish = kwargs.get("on_publish", args[0] if args else None)
         try:
-            result = direct_off_step(worker, batch, path, on_publish)
+            with _read_done_to_scheduler(worker, fast_barrier):
+                result = direct_off_step(worker, batch, path, on_publish)
         except Exception as exc:
             # experimental path: the default off path takes over (this step included: the
             # batch is as it was), the policy keeps deciding
@@ -183,7 +185,8 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
         if lean:
             mr.decode_cuda_graph_runner = _NO_VERIFY_GRAPH
         call_args, call_kwargs = _watch_publish(args, kwargs, published) if ours else (args, kwargs)
-        result = orig(worker, batch, *call_args, **call_kwargs)
+        with _read_done_to_scheduler(worker, fast_barrier):
+            result = orig(worker, batch, *call_args, **call_kwargs)
     except Exception as exc:
         if not ours or published or ctl.reducer is not None:
             # SGLang's own step; or the scheduler already has this step's lengths; or tensor
@@ -222,6 +225,31 @@ def _note_staleness(ctl, mode: str, batch) -> None:
             ledger.on_reentry((req.rid, len(req.output_ids)) for req in batch.reqs)
     except Exception as exc:
         logger.debug("adaptive_spec: staleness ledger: %r", exc)
+
+
+@contextlib.contextmanager
+def _read_done_to_scheduler(worker, enabled: bool):
+    """`--adaptive-spec-off-barrier fast`: hand the scheduler the event the target's decode
+    graph records once it has read the shared KV pool (decode_cuda_graph_runner.py, 0.5.16).
+
+    Why: after each launch SGLang's scheduler orders its next GPU work behind the forward's
+    reads of the shared pool (scheduler.py `_apply_war_barrier`). It looks for the read-done
+    event on `worker.war_fastpath_runner`, the draft runner, whose draft-extend records it; an
+    off step runs no draft-extend, so the scheduler falls back to waiting for the whole forward,
+    where a plain server waits only for its decode graph's event. An off step's GPU work after
+    the target's decode graph reads no shared-pool state (sampling, the 1-token result, the
+    zeroed draft stubs), so that event covers the step. The target runner's event is cleared
+    first: a step that ran no decode graph (eager) leaves the coarse wait, never an old event."""
+    runner = getattr(worker, "war_fastpath_runner", None)
+    target = worker._target_worker.model_runner
+    if not enabled or runner is None or not hasattr(target, "war_fastpath_read_done_event"):
+        yield
+        return
+    target.war_fastpath_read_done_event = None
+    yield
+    event, target.war_fastpath_read_done_event = target.war_fastpath_read_done_event, None
+    if event is not None:
+        runner.war_fastpath_read_done_event = event
 
 
 def _watch_publish(args, kwargs, published: list):

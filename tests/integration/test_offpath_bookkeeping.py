@@ -179,6 +179,74 @@ def test_under_tensor_parallel_a_failed_off_step_propagates(monkeypatch):
     assert len(calls) == 1 and state.get_controller().fallback_reason is None
 
 
+def barrier_worker(monkeypatch, off_barrier, stale_target_event=None):
+    """A worker whose target runner and draft runner (SGLang's `war_fastpath_runner`) carry the
+    read-done event slot the scheduler's WAR barrier reads."""
+    worker = install(monkeypatch, AdaptiveSpecConfig(threshold=16, hysteresis=4, queue_threshold=None,
+                                                     off_barrier=off_barrier))
+    worker._target_worker.model_runner.war_fastpath_read_done_event = stale_target_event
+    worker.war_fastpath_runner = types.SimpleNamespace(war_fastpath_read_done_event=None)
+    return worker
+
+
+def run_with_graph(worker, batch_sizes, graph=True):
+    """SGLang's step: an off step's target decode graph records its read-done event on the
+    target runner (decode_cuda_graph_runner.py); an eager forward records none."""
+    seen = []
+
+    def sglang_forward(w, batch, *a, **kw):
+        if hooks_offpath._decode_forward_active and graph:
+            w._target_worker.model_runner.war_fastpath_read_done_event = f"read-done {len(seen)}"
+        seen.append(w.war_fastpath_runner.war_fastpath_read_done_event)
+        return types.SimpleNamespace()
+
+    modes = [hooks_offpath.around_forward_batch_generation(sglang_forward, worker, decode_batch(bs)).adaptive_spec_mode
+             for bs in batch_sizes]
+    return modes, seen
+
+
+def test_fast_barrier_hands_the_decode_graphs_read_done_event_to_the_scheduler(monkeypatch):
+    worker = barrier_worker(monkeypatch, "fast")
+    modes, _ = run_with_graph(worker, [32])
+    assert modes == ["off"]
+    # where the scheduler's _apply_war_barrier looks (and clears it), as after a plain decode
+    assert worker.war_fastpath_runner.war_fastpath_read_done_event == "read-done 0"
+    assert worker._target_worker.model_runner.war_fastpath_read_done_event is None
+
+
+def test_fast_barrier_never_hands_over_an_old_event(monkeypatch):
+    """An off step without a decode graph (eager) records no event: the scheduler must wait for
+    the whole forward, not on an event from an earlier step."""
+    worker = barrier_worker(monkeypatch, "fast", stale_target_event="read-done of an earlier step")
+    run_with_graph(worker, [32], graph=False)
+    assert worker.war_fastpath_runner.war_fastpath_read_done_event is None
+
+
+def test_coarse_barrier_and_drafting_steps_leave_sglangs_events_alone(monkeypatch):
+    worker = barrier_worker(monkeypatch, "coarse")
+    run_with_graph(worker, [32])
+    assert worker.war_fastpath_runner.war_fastpath_read_done_event is None  # SGLang: whole-forward wait
+    worker = barrier_worker(monkeypatch, "fast")
+    modes, _ = run_with_graph(worker, [4])  # drafting: draft-extend records the draft runner's own
+    assert modes == ["on"] and worker.war_fastpath_runner.war_fastpath_read_done_event is None
+
+
+def test_sglang_reads_the_event_where_the_fast_barrier_puts_it():
+    """The SGLang 0.5.16 code the fast barrier relies on: the scheduler's WAR barrier takes the
+    read-done event from the worker's `war_fastpath_runner` (EAGLEWorkerV2: the draft runner),
+    and the decode graph records one on its own model runner."""
+    import inspect
+
+    from sglang.srt.managers.scheduler import Scheduler
+    from sglang.srt.model_executor.runner.decode_cuda_graph_runner import DecodeCudaGraphRunner
+    from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
+
+    barrier = inspect.getsource(Scheduler._apply_war_barrier)
+    assert "war_fastpath_runner" in barrier and "war_fastpath_read_done_event" in barrier
+    assert "draft_runner" in inspect.getsource(EAGLEWorkerV2.war_fastpath_runner.fget)
+    assert "self.model_runner.war_fastpath_read_done_event = read_done" in inspect.getsource(DecodeCudaGraphRunner)
+
+
 def test_the_stale_draft_ledger_counts_off_steps_per_request_at_reentry(monkeypatch):
     # same sequence as above; the batch's requests are r0.. (the first bs of them), and each
     # request's output grows by one token per step
