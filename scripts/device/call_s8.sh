@@ -17,9 +17,14 @@
 #      off, page size 16, chunked prefill of 300-700-token prompts, radix cache off), each set
 #      with its own plain server (greedy numerics may differ between settings): flapping every
 #      8 steps and forced off vs plain, token for token, at 1 and 16 requests.
+#   f  (~8 min) issue 3, first: --adaptive-spec-off-barrier fast (the scheduler waits on the
+#      target decode graph's read-done event after an off step, as after a plain decode, not for
+#      the whole forward). GPU 0: plain vs forced off lean (coarse), lean fast and direct fast
+#      at 64 and 256, 3 paired repeats, phase clocks. GPU 1, lossless under switching with it:
+#      flapping every 8 steps and goodput, both fast, vs plain on the dial-0.7 pair.
 # Still to run from earlier scripts: call_s6.sh d (the TP = 2 sweep), e (step load + dense
 # always-wrong).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s8.sh a|b|c|d|e
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s8.sh a|b|c|d|e|f
 source scripts/device/common.sh
 case "${1:-}" in
 a)
@@ -99,7 +104,26 @@ e)
     echo "== $n"; grep -E "lossless|FAILED|rror|skipped" "/tmp/sweep-e-$n.txt" | head -6
   done
   pack_logs logs-e.tar.xz /tmp/logs-compat-*/*.log ;;
-*) echo "usage: call_s8.sh a|b|c|d|e"; exit 2 ;;
+f)
+  export DEADLINE_S=470 ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_two_pairs /tmp/al-8b aligned /tmp/soak-8b random,dial:0.7 --preset 8b
+  ( export ADAPTIVE_SPEC_PHASE_TIMING=1
+    sweep 0 off-barrier /tmp/al-8b/target /tmp/al-8b/draft-aligned \
+      plain,adaptive-spec:off-lean,adaptive-spec:off-lean-fast,adaptive-spec:off-direct-fast \
+      --concurrency 64,256 --repeat 3 --time-budget-s 8 --time-budget-from 128:8 \
+      --system-args "adaptive-spec:off-lean=--adaptive-spec-force off" \
+      --system-args "adaptive-spec:off-lean-fast=--adaptive-spec-force off --adaptive-spec-off-barrier fast" \
+      --system-args "adaptive-spec:off-direct-fast=--adaptive-spec-force off --adaptive-spec-off-path direct --adaptive-spec-off-barrier fast" \
+      > /tmp/sweep-f0.txt ) &
+  sweep 1 off-barrier-switching /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,adaptive-spec:flap8-fast,adaptive-spec:goodput-fast --concurrency 1,16,64,128 --time-budget-s 6 \
+    --system-args "adaptive-spec:flap8-fast=--adaptive-spec-force flap:8 --adaptive-spec-off-barrier fast" \
+    --system-args "adaptive-spec:goodput-fast=--adaptive-spec-policy goodput --adaptive-spec-off-barrier fast" \
+    > /tmp/sweep-f1.txt
+  wait; cat /tmp/sweep-f0.txt /tmp/sweep-f1.txt
+  phases /tmp/logs-off-barrier > /dev/null
+  pack_logs logs-f.tar.xz /tmp/logs-off-barrier/*.log /tmp/logs-off-barrier-switching/*.log ;;
+*) echo "usage: call_s8.sh a|b|c|d|e|f"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 say "done $1"
