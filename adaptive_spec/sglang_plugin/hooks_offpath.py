@@ -133,6 +133,7 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
     """AROUND hook on EAGLEWorkerV2.forward_batch_generation: off / catch-up / on per step."""
     path = getattr(worker, "_as_decode_path", None)
     ctl = get_controller()
+    bound_switch_records(getattr(worker, "server_args", None))
     if ctl is not None and batch.forward_mode.is_extend():
         ctl.on_extend()  # the next decode results' wall times include this prefill
     if path is None or ctl is None or ctl.cfg.off_path not in DECODE_PATHS or batch.forward_mode.is_extend() or batch.is_extend_in_batch or batch.forward_mode.is_idle():
@@ -250,6 +251,30 @@ def _read_done_to_scheduler(worker, enabled: bool):
     event, target.war_fastpath_read_done_event = target.war_fastpath_read_done_event, None
     if event is not None:
         runner.war_fastpath_read_done_event = event
+
+
+# SGLang's source name for the server_args update of each runtime-state switch (0.5.16:
+# EAGLEWorkerV2.apply_runtime_state -> ServerArgs.override)
+SWITCH_SOURCE = "adaptive_spec.restore"
+MAX_SWITCH_RECORDS = 64
+
+
+def bound_switch_records(server_args) -> None:
+    """SGLang records every runtime-state switch in server_args (`override`, appended to
+    `_runtime_mutations` or `_resolved_overrides`): one entry per switch, kept for ever, so a
+    policy switching a few times a second grows it without bound (found reading 0.5.16 in
+    session 8). Each entry sets the same two fields; only the latest matters. Past
+    MAX_SWITCH_RECORDS entries the older switch records are dropped (O(1) per step until then)."""
+    for name in ("_runtime_mutations", "_resolved_overrides"):
+        records = getattr(server_args, name, None)
+        if records is None or len(records) <= MAX_SWITCH_RECORDS or _trimmed_to.get(id(records)) == len(records):
+            continue
+        last = max((i for i, rec in enumerate(records) if rec[0] == SWITCH_SOURCE), default=None)
+        records[:] = [rec for i, rec in enumerate(records) if rec[0] != SWITCH_SOURCE or i == last]
+        _trimmed_to[id(records)] = len(records)  # others' records alone: not rescanned each step
+
+
+_trimmed_to: dict = {}
 
 
 def _watch_publish(args, kwargs, published: list):

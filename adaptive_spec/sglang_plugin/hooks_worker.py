@@ -75,6 +75,27 @@ def tp_rank_of(worker) -> int:
     return 0
 
 
+class _SwitchLineFilter(logging.Filter):
+    """Drops SGLang's INFO line for every runtime-state switch ("Switch adaptive runtime state:
+    steps 3 -> 0 ...", EAGLEWorkerV2.apply_runtime_state): our policy may switch several times
+    a second, and our own decision log (--adaptive-spec-log-decisions, rate-limited) says the
+    same with the reason."""
+
+    def __init__(self):
+        super().__init__()
+        self.dropped = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.INFO and str(record.msg).startswith("Switch adaptive runtime state"):
+            self.dropped += 1
+            return False
+        return True
+
+
+SWITCH_LINE_FILTER = _SwitchLineFilter()
+SGLANG_WORKER_LOGGER = "sglang.srt.speculative.eagle_worker_v2"
+
+
 def after_eagle_worker_init(ret, worker, *args, **kwargs):
     """AFTER hook on EAGLEWorkerV2.__init__: install our policy into SGLang's controller."""
     cfg = AdaptiveSpecConfig.from_env()
@@ -95,6 +116,9 @@ def after_eagle_worker_init(ret, worker, *args, **kwargs):
         except Exception as exc:  # metrics must never stop serving
             logger.warning("adaptive_spec: Prometheus series unavailable: %r", exc)
     controller.params = PolicyParams(ctl, cfg.candidate_steps())
+    switch_logger = logging.getLogger(SGLANG_WORKER_LOGGER)
+    if SWITCH_LINE_FILTER not in switch_logger.filters:
+        switch_logger.addFilter(SWITCH_LINE_FILTER)
     logger.info("adaptive_spec: policy %s installed, candidate steps %s", cfg.policy, cfg.candidate_steps())
     warm_sampling_kernels(cfg.verify_backend)  # a JIT compile at start, not in a serving step
     return None

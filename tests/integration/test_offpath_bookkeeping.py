@@ -487,3 +487,38 @@ def test_direct_off_step_leaves_special_batches_and_failures_to_sglangs_step(mon
     assert seen and ran and all(getattr(batch, n) is v for n, v in before.items())
     ctl = state.get_controller()
     assert ctl.cfg.off_path == "decode-lean" and ctl.fallback_reason is None and result.adaptive_spec_mode == "off"
+
+
+def test_sglangs_record_of_every_switch_stays_bounded():
+    """EAGLEWorkerV2.apply_runtime_state records each switch through ServerArgs.override (real
+    SGLang 0.5.16 object here): 1,000 switches leave the latest one, other records stay."""
+    from sglang.srt.server_args import ServerArgs
+
+    sa = ServerArgs.__new__(ServerArgs)
+    sa.override("deployment", speculative_eagle_topk=1)
+    for i in range(1000):
+        steps = 3 * (i % 2)
+        sa.override(hooks_offpath.SWITCH_SOURCE, speculative_num_steps=steps, speculative_num_draft_tokens=steps + 1)
+        hooks_offpath.bound_switch_records(sa)
+    records = sa._runtime_mutations
+    assert len(records) <= hooks_offpath.MAX_SWITCH_RECORDS + 1
+    assert records[0] == ("deployment", {"speculative_eagle_topk": 1})
+    assert records[-1] == (hooks_offpath.SWITCH_SOURCE, {"speculative_num_steps": 3, "speculative_num_draft_tokens": 4})
+    assert sa.speculative_num_steps == 3
+
+
+def test_sglangs_line_per_switch_is_folded_into_our_decision_log(monkeypatch, caplog):
+    """SGLang logs one INFO line per runtime-state switch; our worker hook filters exactly
+    that line from SGLang's worker logger (others pass)."""
+    import logging
+
+    from adaptive_spec.sglang_plugin import hooks_worker
+
+    install(monkeypatch, AdaptiveSpecConfig(threshold=16))
+    sglang_logger = logging.getLogger(hooks_worker.SGLANG_WORKER_LOGGER)
+    before = hooks_worker.SWITCH_LINE_FILTER.dropped
+    with caplog.at_level(logging.INFO, logger=hooks_worker.SGLANG_WORKER_LOGGER):
+        sglang_logger.info("Switch adaptive runtime state: steps 3 -> 0, draft_tokens 4 -> 1")
+        sglang_logger.info("Capture cuda graph end.")
+    assert [r.getMessage() for r in caplog.records] == ["Capture cuda graph end."]
+    assert hooks_worker.SWITCH_LINE_FILTER.dropped == before + 1
