@@ -21,7 +21,8 @@
 #      target decode graph's read-done event after an off step, as after a plain decode, not for
 #      the whole forward). GPU 0: plain vs forced off lean (coarse), lean fast and direct fast
 #      at 64 and 256, 3 paired repeats, phase clocks. GPU 1, lossless under switching with it:
-#      flapping every 8 steps and goodput, both fast, vs plain on the dial-0.7 pair.
+#      flapping every 8 steps and goodput, both fast, vs plain on the dial-0.7 pair; then a plain
+#      server with SGLang's SGLANG_FORCE_COARSE_WAR_BARRIER=1 (what the coarse wait alone costs).
 # Still to run from earlier scripts: call_s6.sh d (the TP = 2 sweep), e (step load + dense
 # always-wrong).
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s8.sh a|b|c|d|e|f
@@ -119,10 +120,16 @@ f)
     plain,adaptive-spec:flap8-fast,adaptive-spec:goodput-fast --concurrency 1,16,64,128 --time-budget-s 6 \
     --system-args "adaptive-spec:flap8-fast=--adaptive-spec-force flap:8 --adaptive-spec-off-barrier fast" \
     --system-args "adaptive-spec:goodput-fast=--adaptive-spec-policy goodput --adaptive-spec-off-barrier fast" \
-    > /tmp/sweep-f1.txt
-  wait; cat /tmp/sweep-f0.txt /tmp/sweep-f1.txt
+    --deadline-s 230 > /tmp/sweep-f1.txt
+  # then GPU 1: how much the coarse barrier alone costs a plain server (SGLang's own switch,
+  # environ.py); compare with GPU 0's plain at the same levels (same time, other GPU)
+  ( export SGLANG_FORCE_COARSE_WAR_BARRIER=1
+    sweep 1 plain-coarse-barrier /tmp/al-8b/target /tmp/al-8b/draft-aligned plain \
+      --concurrency 64,256 --repeat 3 --time-budget-s 8 --time-budget-from 128:8 > /tmp/sweep-f2.txt )
+  wait; cat /tmp/sweep-f0.txt /tmp/sweep-f1.txt /tmp/sweep-f2.txt
   phases /tmp/logs-off-barrier > /dev/null
-  pack_logs logs-f.tar.xz /tmp/logs-off-barrier/*.log /tmp/logs-off-barrier-switching/*.log ;;
+  pack_logs logs-f.tar.xz /tmp/logs-off-barrier/*.log /tmp/logs-off-barrier-switching/*.log \
+    /tmp/logs-plain-coarse-barrier/*.log ;;
 *) echo "usage: call_s8.sh a|b|c|d|e|f"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
