@@ -30,6 +30,7 @@ HOOKS = (
     (f"{EAGLE_WORKER}.forward_batch_generation", "hooks_offpath.around_forward_batch_generation", "AROUND"),
     (f"{TP_WORKER}.forward_batch_generation", "hooks_offpath.around_target_forward", "AROUND"),
     (f"{SCHEDULER}.get_internal_state", "status.after_get_internal_state", "AFTER"),
+    ("sglang.srt.mem_cache.allocation.alloc_for_spec_decode", "hooks_alloc.around_alloc_for_spec_decode", "AROUND"),
     (f"{SCHEDULER}.set_internal_state", "status.around_set_internal_state", "AROUND"),
 )
 
