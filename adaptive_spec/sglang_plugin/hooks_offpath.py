@@ -265,13 +265,16 @@ def bound_switch_records(server_args) -> None:
     policy switching a few times a second grows it without bound (found reading 0.5.16 in
     session 8). Each entry sets the same two fields; only the latest matters. Past
     MAX_SWITCH_RECORDS entries the older switch records are dropped (O(1) per step until then)."""
-    for name in ("_runtime_mutations", "_resolved_overrides"):
-        records = getattr(server_args, name, None)
-        if records is None or len(records) <= MAX_SWITCH_RECORDS or _trimmed_to.get(id(records)) == len(records):
-            continue
-        last = max((i for i, rec in enumerate(records) if rec[0] == SWITCH_SOURCE), default=None)
-        records[:] = [rec for i, rec in enumerate(records) if rec[0] != SWITCH_SOURCE or i == last]
-        _trimmed_to[id(records)] = len(records)  # others' records alone: not rescanned each step
+    try:
+        for name in ("_runtime_mutations", "_resolved_overrides"):
+            records = getattr(server_args, name, None)
+            if records is None or len(records) <= MAX_SWITCH_RECORDS or _trimmed_to.get(id(records)) == len(records):
+                continue
+            last = max((i for i, rec in enumerate(records) if rec[0] == SWITCH_SOURCE), default=None)
+            records[:] = [rec for i, rec in enumerate(records) if rec[0] != SWITCH_SOURCE or i == last]
+            _trimmed_to[id(records)] = len(records)  # others' records alone: not rescanned each step
+    except Exception as exc:  # housekeeping: never in the way of a step
+        logger.debug("adaptive_spec: switch records: %r", exc)
 
 
 _trimmed_to: dict = {}
