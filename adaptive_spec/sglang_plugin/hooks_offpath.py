@@ -41,6 +41,13 @@ the status).
 
 Mixed batches need nothing special: every request in the batch gets the same treatment,
 requests admitted while off were prefilled with draft-extend as usual.
+
+Also here (session 8): off and catch-up steps hand SGLang int64 bonus tokens (its 0-step verify
+needs them; without the overlap scheduler they were int32); `--adaptive-spec-off-barrier fast`
+hands the scheduler the target decode graph's read-done event (`_read_done_to_scheduler`); a
+failure inside SGLang's step during our off or catch-up step re-runs the step on SGLang's own
+path (`_rerun_as_sglang`); SGLang's record of each runtime-state switch is kept bounded
+(`bound_switch_records`).
 """
 
 from __future__ import annotations
