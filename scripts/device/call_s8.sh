@@ -21,7 +21,7 @@
 #      target decode graph's read-done event after an off step, as after a plain decode, not for
 #      the whole forward). GPU 0: plain vs forced off lean (coarse), lean fast and direct fast
 #      at 64 and 256, 3 paired repeats, phase clocks. GPU 1, lossless under switching with it:
-#      flapping every 8 steps and goodput, both fast, vs plain on the dial-0.7 pair; then a plain
+#      flapping every 8 steps and goodput with it, goodput without, vs plain (dial 0.7); then a plain
 #      server with SGLang's SGLANG_FORCE_COARSE_WAR_BARRIER=1 (what the coarse wait alone costs).
 # Still to run from earlier scripts: call_s6.sh d (the TP = 2 sweep), e (step load + dense
 # always-wrong).
@@ -117,10 +117,11 @@ f)
       --system-args "adaptive-spec:off-direct-fast=--adaptive-spec-force off --adaptive-spec-off-path direct --adaptive-spec-off-barrier fast" \
       > /tmp/sweep-f0.txt ) &
   sweep 1 off-barrier-switching /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
-    plain,adaptive-spec:flap8-fast,adaptive-spec:goodput-fast --concurrency 1,16,64,128 --time-budget-s 6 \
+    plain,adaptive-spec:goodput,adaptive-spec:goodput-fast,adaptive-spec:flap8-fast \
+    --concurrency 16,64,128 --time-budget-s 6 \
     --system-args "adaptive-spec:flap8-fast=--adaptive-spec-force flap:8 --adaptive-spec-off-barrier fast" \
     --system-args "adaptive-spec:goodput-fast=--adaptive-spec-policy goodput --adaptive-spec-off-barrier fast" \
-    --deadline-s 230 > /tmp/sweep-f1.txt
+    --deadline-s 260 > /tmp/sweep-f1.txt
   # then GPU 1: how much the coarse barrier alone costs a plain server (SGLang's own switch,
   # environ.py); compare with GPU 0's plain at the same levels (same time, other GPU)
   ( export SGLANG_FORCE_COARSE_WAR_BARRIER=1
