@@ -54,7 +54,9 @@ IDLE_GAP_S = 0.5
 
 def enabled() -> bool:
     """On by its own variable, or for the stack sampler (which reports per window of ours)."""
-    return any(os.environ.get(name, "") not in ("", "0") for name in (ENV, "ADAPTIVE_SPEC_STACK_SAMPLER"))
+    from .stack_sampler import ENV as STACK_SAMPLER_ENV
+
+    return any(os.environ.get(name, "") not in ("", "0") for name in (ENV, STACK_SAMPLER_ENV))
 
 
 # diagnostics reporting per busy window (the stack sampler): told when a window is logged

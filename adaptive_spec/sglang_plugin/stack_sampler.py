@@ -23,7 +23,7 @@ Why: the phase clocks put our off step's extra against plain at 1.15-1.37 ms per
 SGLang's spec-v2 step outside the target forward, and the direct off step (which skips SGLang's
 verify) is no faster (session 8); which functions hold that time needs a profile of the host
 path, and the torch profiler inflates host time several-fold. Sampling costs the scheduler one
-stack walk per interval (tens of microseconds with the GIL held: ~1% at 2 ms); it stops after
+stack walk per interval with the GIL held (estimated, not measured: ~1% at 2 ms); it stops after
 ADAPTIVE_SPEC_STACK_SAMPLER_S seconds (default 1,200).
 """
 
@@ -38,6 +38,7 @@ import time
 from typing import Dict, List, Optional
 
 from .plugin import RESULT_PROCESSOR
+from .sync_probe import short_path
 
 logger = logging.getLogger("adaptive_spec")
 
@@ -60,14 +61,6 @@ def _env_float(name: str, default: float) -> float:
     except ValueError:
         return default
     return value if value > 0 else default
-
-
-def _short(filename: str) -> str:
-    for marker in PATH_MARKERS:
-        i = filename.rfind(marker)
-        if i >= 0:
-            return filename[i:]
-    return os.path.basename(filename)
 
 
 class StackSampler:
@@ -94,7 +87,7 @@ class StackSampler:
     def _key(self, code) -> str:
         key = self._keys.get(code)
         if key is None:
-            key = self._keys[code] = f"{_short(code.co_filename)}:{getattr(code, 'co_qualname', code.co_name)}"
+            key = self._keys[code] = f"{short_path(code.co_filename, PATH_MARKERS)}:{getattr(code, 'co_qualname', code.co_name)}"
         return key
 
     def add_stack(self, frame) -> None:

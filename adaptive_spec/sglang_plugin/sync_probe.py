@@ -46,8 +46,9 @@ def enabled() -> bool:
     return os.environ.get(ENV, "") not in ("", "0")
 
 
-def _short(filename: str) -> str:
-    for marker in OUR_FILES:
+def short_path(filename: str, markers=OUR_FILES) -> str:
+    """The path from the first of `markers` found in it ("sglang/srt/..."), else the file name."""
+    for marker in markers:
         i = filename.rfind(marker)
         if i >= 0:
             return filename[i:]
@@ -61,7 +62,7 @@ def site_of(stack: List[traceback.FrameSummary]) -> str:
     ours = [f for f in stack if any(m in f.filename for m in OUR_FILES)
             and "sync_probe.py" not in f.filename]
     inner = ours[-FRAMES_PER_SITE:][::-1]
-    where = " <- ".join(f"{_short(f.filename)}:{f.lineno} {f.name}" for f in inner) or "?"
+    where = " <- ".join(f"{short_path(f.filename)}:{f.lineno} {f.name}" for f in inner) or "?"
     return f"{phase}|{where}"
 
 
