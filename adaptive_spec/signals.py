@@ -79,7 +79,8 @@ class AcceptanceStats:
             self.pos_hits[j] *= self.pos_decay
         # A request with c correct drafts tried positions 0..c (those below `steps`) and hit
         # 0..c-1. Counted from a histogram of c (Counter's loop runs in C): the per-request
-        # Python loop cost ~50 us per result at 64 requests, 245 us at 256 x 7 steps (session 8).
+        # Python loop cost 56 us per result at 64 requests, 268 us at 256 x 7 steps; 7 and 16 now
+        # (benchmarks/decision_cost.py, results/2026-11-30-s8-decision-and-bookkeeping-cost.json).
         at_least = [0] * (steps + 2)  # at_least[c]: requests with >= c correct drafts
         for correct, count in Counter(correct_drafts_per_req).items():
             at_least[min(max(int(correct), 0), steps)] += count

@@ -1,9 +1,15 @@
-"""CPU cost of one decision (Controller.decide with a policy), per policy.
+"""CPU cost of one decision (Controller.decide with a policy), per policy, and of the per-step
+bookkeeping around it that session 8 made cheaper (rows with `op`).
 
     python -m adaptive_spec.bench.decision_cost --out benchmarks/results/DATE-decision-cost.json
 
 The decision runs once per decode step on the scheduler's CPU thread; the budget is 20 us.
 No GPU is touched: the inputs are the CPU values the scheduler already holds.
+Bookkeeping rows (each beside its baseline, same inputs):
+- `acceptance.observe`: per-position acceptance from one drafting result, counted from a
+  histogram (AcceptanceStats) vs per request (`PerRequestCounts`, the counting until session 8);
+- `alloc_for_spec_decode`: SGLang 0.5.16's real function (nothing to allocate, its closing loop
+  over the requests) given the lengths as a CPU tensor vs through our hook (hooks_alloc).
 """
 
 import argparse
@@ -17,7 +23,78 @@ import time
 
 from adaptive_spec.config import AdaptiveSpecConfig
 from adaptive_spec.controller import Controller
-from adaptive_spec.signals import LoadSnapshot
+from adaptive_spec.signals import AcceptanceStats, LoadSnapshot
+
+
+class PerRequestCounts:
+    """Per-position acceptance counted request by request: AcceptanceStats's counting until
+    session 8, kept as the baseline of its row (and as the reference its test compares with)."""
+
+    def __init__(self, decay: float = 0.995):
+        self.decay = decay
+        self.tries: list = []
+        self.hits: list = []
+
+    def observe(self, steps: int, results) -> None:
+        if steps <= 0 or not results:
+            return
+        while len(self.tries) < steps:
+            self.tries.append(0)
+            self.hits.append(0)
+        self.tries = [t * self.decay for t in self.tries]
+        self.hits = [h * self.decay for h in self.hits]
+        for correct in results:
+            correct = min(max(int(correct), 0), steps)
+            for j in range(min(correct + 1, steps)):
+                self.tries[j] += 1
+            for j in range(correct):
+                self.hits[j] += 1
+
+
+def _median_us(fn, calls: int) -> tuple:
+    samples = []
+    for _ in range(calls):
+        t0 = time.perf_counter_ns()
+        fn()
+        samples.append(time.perf_counter_ns() - t0)
+    samples.sort()
+    return round(statistics.median(samples) / 1000, 2), round(samples[int(0.99 * len(samples))] / 1000, 2)
+
+
+def time_acceptance(requests: int, steps: int, calls: int, seed: int = 0) -> list:
+    rng = random.Random(seed)
+    results = [[rng.randint(0, steps) for _ in range(requests)] for _ in range(64)]
+    rows = []
+    for impl, obj in (("histogram (AcceptanceStats)", AcceptanceStats()),
+                      ("per request (until session 8)", PerRequestCounts())):
+        it = iter(range(1 << 30))
+        med, p99 = _median_us(lambda: obj.observe(steps, results[next(it) % 64]), calls)
+        rows.append({"op": "acceptance.observe", "impl": impl, "requests": requests, "steps": steps,
+                     "calls": calls, "us_median": med, "us_p99": p99})
+    return rows
+
+
+def time_spec_alloc(requests: int, calls: int) -> list:
+    """SGLang's alloc_for_spec_decode with nothing to allocate: the closing per-request loop."""
+    import types
+
+    import torch
+    from sglang.srt.mem_cache.allocation import alloc_for_spec_decode
+
+    from adaptive_spec.sglang_plugin.hooks_alloc import around_alloc_for_spec_decode
+
+    reqs = [types.SimpleNamespace(kv=types.SimpleNamespace(kv_allocated_len=5)) for _ in range(requests)]
+    tree = types.SimpleNamespace(token_to_kv_pool_allocator=types.SimpleNamespace(page_size=1))
+    kw = dict(reqs=reqs, req_pool_indices=None, cur_kv_lens=None, cur_kv_lens_cpu=None, nxt_kv_lens=None,
+              nxt_kv_lens_cpu=torch.arange(requests, dtype=torch.int32) + 10, num_needed_tokens=0)
+    rows = []
+    for impl, fn in (("tensor indexed per request (SGLang 0.5.16)", lambda: alloc_for_spec_decode(tree, None, **kw)),
+                     ("lengths as a list (hooks_alloc)",
+                      lambda: around_alloc_for_spec_decode(alloc_for_spec_decode, tree, None, **kw))):
+        med, p99 = _median_us(fn, calls)
+        rows.append({"op": "alloc_for_spec_decode", "impl": impl, "requests": requests,
+                     "calls": calls, "us_median": med, "us_p99": p99})
+    return rows
 
 
 def time_policy(cfg: AdaptiveSpecConfig, calls: int, seed: int = 0, metrics: bool = False) -> dict:
@@ -75,6 +152,8 @@ def main(argv=None):
                 del os.environ["PROMETHEUS_MULTIPROC_DIR"]
     row["with"] = "metrics listener (prometheus_client multiprocess files) and decision log"
     rows.append(row)
+    rows += time_acceptance(64, 3, 5000) + time_acceptance(256, 7, 2000)
+    rows += time_spec_alloc(64, 2000) + time_spec_alloc(256, 1000)
     result = {
         "schema": "adaptive-spec-decision-cost/1",
         "date": time.strftime("%Y-%m-%d"),

@@ -220,7 +220,8 @@ def _validate_decision_cost(v: _V, d: dict):
     _common(v, d, version_required=False)
     for i, r in _rows(v, d):
         w = f"rows[{i}]"
-        v.need(r, "policy", w, _str, "non-empty string")
+        # a decision (`policy`) or a piece of per-step bookkeeping (`op`)
+        v.need(r, "op" if "op" in r else "policy", w, _str, "non-empty string")
         v.need(r, "us_median", w, lambda x: _is_num(x) and x >= 0, "number >= 0")
         v.need(r, "calls", w, lambda x: _is_int(x) and x > 0, "int > 0")
 

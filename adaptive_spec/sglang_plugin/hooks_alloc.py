@@ -2,9 +2,9 @@
 off step of our server, and of a static EAGLE-3 server).
 
 `alloc_for_spec_decode` (mem_cache/allocation.py, 0.5.16) ends with a loop over the batch's
-requests that reads `int(nxt_kv_lens_cpu[i])`, one CPU-tensor index per request: ~68 us per
-step at 53 requests on the 2-core CPU machine (session 8's reading of the spec-v2 host path,
-NOTES-spec-v2-host-path.md, S5), where a list index costs ~50 ns. SGLang 0.5.23 reads
+requests that reads `int(nxt_kv_lens_cpu[i])`, one CPU-tensor index per request: the call
+took 103 us at 64 requests on the 2-core CPU machine, 24 us through this hook
+(benchmarks/decision_cost.py, results/2026-11-30-s8-decision-and-bookkeeping-cost.json). SGLang 0.5.23 reads
 `nxt_kv_lens_cpu.tolist()` there itself. With page size 1 that loop is the tensor's only use, so
 this AROUND hook hands the function the same lengths as a list (one `tolist()`), a list that
 also answers `tolist()` for versions that call it. Other page sizes are passed through.

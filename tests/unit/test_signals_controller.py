@@ -165,26 +165,6 @@ def test_every_sixteenth_decision_also_reads_the_threads_cpu_time():
     assert "decide_cpu_us_p50" not in ctl.status()
 
 
-def _per_request_reference(stats_steps_results, decay=0.995):
-    """The per-request counting the histogram replaced (session 8), as the reference."""
-    tries, hits = [], []
-    for steps, results in stats_steps_results:
-        if steps <= 0 or not results:
-            continue
-        while len(tries) < steps:
-            tries.append(0)
-            hits.append(0)
-        tries = [t * decay for t in tries]
-        hits = [h * decay for h in hits]
-        for correct in results:
-            correct = min(max(int(correct), 0), steps)
-            for j in range(min(correct + 1, steps)):
-                tries[j] += 1
-            for j in range(correct):
-                hits[j] += 1
-    return tries, hits
-
-
 def test_per_position_counts_equal_the_per_request_reference():
     import random
 
@@ -196,8 +176,10 @@ def test_per_position_counts_equal_the_per_request_reference():
         steps = rng.choice([0, 1, 2, 3, 7])
         # out-of-range values too (clamped): -1 and steps + 2
         history.append((steps, [rng.randint(-1, steps + 2) for _ in range(rng.randint(0, 70))]))
-    stats = AcceptanceStats()
+    from adaptive_spec.bench.decision_cost import PerRequestCounts
+
+    stats, reference = AcceptanceStats(), PerRequestCounts()
     for steps, results in history:
         stats.observe(steps, results)
-    tries, hits = _per_request_reference(history)
-    assert stats.pos_tries == pytest.approx(tries) and stats.pos_hits == pytest.approx(hits)
+        reference.observe(steps, results)
+    assert stats.pos_tries == pytest.approx(reference.tries) and stats.pos_hits == pytest.approx(reference.hits)
