@@ -81,6 +81,19 @@ _INT_MIN = -2147483648
 
 
 @triton.jit
+def _uniform_read(ptr):
+    """The value at ``ptr`` as one value for the whole program, while other programs may be
+    changing it.  A scalar ``tl.load`` is issued by every thread: with the stop flag lowered by
+    another program in between, warps could disagree, take different branches and meet
+    different ``bar.sync``s (reductions, ``debug_barrier``), and then read each other's stale
+    shared memory.  That is how the sampling kernel faulted on the H200 at 256 requests of
+    flat logits (illegal address / invalid address space, random, gone under
+    compute-sanitizer's serialisation; session 9).  A scalar atomic is issued by one thread
+    and broadcast through shared memory, so every warp sees the same value."""
+    return tl.atomic_add(ptr, 0, sem="relaxed")
+
+
+@triton.jit
 def _key_nan(x):
     """Order-preserving int32 key of fp32 values: -0.0 == +0.0, every NaN above +inf."""
     bits = x.to(tl.int32, bitcast=True)
@@ -151,7 +164,7 @@ def _greedy_chain_kernel(
             d = tl.sum(tl.where(jo == j + 1, cand_vec, 0), axis=0)
             dval = has_d & (d >= 0) & (d < V)
             xd = tl.load(row_ptr + tl.where(dval, d, 0)).to(tl.float32)
-            flag = tl.load(stop_ptr + b, volatile=True)  # decides the next row (stale is fine)
+            flag = _uniform_read(stop_ptr + b)  # decides the next row (stale is fine)
             idx = v_lo + offs
             x = tl.load(row_ptr + idx, mask=idx < v_hi, other=float("-inf"))
             best_k = tl.full([S], -2147483648, tl.int32)
@@ -594,7 +607,7 @@ def _sample_chain_kernel(
     row = b * D + j
     go = tl.cast(1, tl.int32)
     if j > 0:
-        flag = tl.load(stop_ptr + b, volatile=True)
+        flag = _uniform_read(stop_ptr + b)
         if flag < j:
             go = 0
     if go != 0:

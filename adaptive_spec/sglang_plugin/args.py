@@ -63,8 +63,8 @@ _CHOICE_FLAGS = {
     ),
     "verify_backend": (
         VERIFY_BACKENDS,
-        "Chain verification kernels: SGLang's (default), ours (triton; its sampling kernel is "
-        "experimental) or ours for greedy batches only (triton-greedy).",
+        "Chain verification kernels: SGLang's (default), ours (triton) or ours for greedy "
+        "batches only (triton-greedy); ours are experimental.",
     ),
     "off_path": (
         OFF_PATHS,

@@ -32,3 +32,24 @@ def test_kernels_compile_for_sm90_and_sm120():
     for r in rows:
         if r["arch"] == 90:
             assert r["spill_bytes"] == 0, r
+
+
+def test_stop_flag_is_read_once_per_program_while_other_programs_write_it():
+    """Session 9: the stop flag is lowered by other programs while a program runs. A scalar
+    ``tl.load`` of it is issued by every thread, so warps could disagree and meet different
+    ``bar.sync``s (the H200 faults of sessions 7-9). Before a program's arrival on the counter
+    the flag is read only through ``_uniform_read`` (one thread's atomic, broadcast); after the
+    last arrival nobody writes it and a load is safe."""
+    import ast
+
+    src = (Path(__file__).parents[2] / "kernels" / "chain_verify.py").read_text()
+    tree = ast.parse(src)
+    kernels = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    uniform = ast.unparse(kernels["_uniform_read"])
+    assert "tl.atomic_add(ptr, 0" in uniform
+    for name in ("_greedy_chain_kernel", "_sample_chain_kernel"):
+        body = ast.unparse(kernels[name])
+        arrival = body.index("tl.atomic_add(counter_ptr")
+        before = body[:arrival]
+        assert "_uniform_read(stop_ptr" in before, name
+        assert "tl.load(stop_ptr" not in before, name
