@@ -613,18 +613,19 @@ def main(argv=None):
             temps = torch.full((bsz, 1), 0.7, device=device)
             tps = torch.full((bsz,), 0.9, device=device)
             base = dict(bs=bsz, k=k, vocab=v, dtype="bfloat16")
-            # more programs per SM too: at B = 64 the default launch reads ~0.45 TB/s (148 us for
-            # 66 MB of logits, 2026-11-29), latency-bound with ~10 warps per SM
-            # (2048, 4, 8.0) is the default since session 8 (79 vs 133 us at B = 64 in session 7's
-            # sweep); 16 programs per SM and 1,024-element tiles look further
-            for blk, nw, pps in ((4096, 4, 2.0), (2048, 4, 2.0), (8192, 8, 2.0), (4096, 4, 1.0),
-                                 (4096, 4, 4.0), (4096, 4, 8.0), (2048, 4, 8.0), (2048, 4, 16.0),
-                                 (1024, 4, 16.0)):
+            # schedules: "rows" (default since session 9, every row at once) and "chain" (rows
+            # in order per slice, sessions 3-8: at B = 64 its launches took 88-162 us in
+            # session 9 vs SGLang's 78, 2026-11-30-s9-kernels-bs64.json)
+            for sched, blk, nw, pps in (("rows", 2048, 4, 8.0), ("rows", 2048, 4, 4.0),
+                                        ("rows", 4096, 4, 2.0), ("rows", 8192, 8, 2.0),
+                                        ("rows", 1024, 4, 16.0), ("chain", 2048, 4, 8.0),
+                                        ("chain", 8192, 8, 2.0), ("chain", 4096, 4, 1.0)):
                 point = dict(base, op="chain_verify_greedy:tune", scenario="accept=0.7",
-                             impl=f"triton[block={blk},warps={nw},programs_per_sm={pps}]")
+                             impl=f"triton[{sched},block={blk},warps={nw},programs_per_sm={pps}]")
                 try:
-                    call = (lambda blk=blk, nw=nw, pps=pps: cv.chain_verify_greedy(
-                        logits, cand_g, block_size=blk, num_warps=nw, programs_per_sm=pps))
+                    call = (lambda blk=blk, nw=nw, pps=pps, sched=sched: cv.chain_verify_greedy(
+                        logits, cand_g, block_size=blk, num_warps=nw, programs_per_sm=pps,
+                        schedule=sched))
                     reps = _reps_for(call, budget_s=0.06)
                     med, p90 = _time_us(call, reps)
                     rows.append(dict(point, us_median=round(med, 2), us_p90=round(p90, 2), reps=reps))

@@ -19,12 +19,13 @@ write the outputs (one launch, no grid-wide barrier, no spin-waits, so the same 
 ``TRITON_INTERPRET=1``).  The counter and the flag live in small per-(device, stream) buffers
 that the last program resets, so a call costs no memset.
 
-Greedy (``chain_verify_greedy``): grid (B, NS).  Program (b, s) scans vocab slice s of rows
-0, 1, ... of request b with a lane-wise running (max, first index) -- ties resolve to the first
-maximal index and NaN counts as the maximum, exactly like ``torch.argmax`` -- and stops after
-the first row where its slice holds a token that beats the draft (or that another program
-already flagged).  The bonus is the reduction of the slices' partials of the first mismatching
-row.  NS (slices per row) is chosen so that B*NS fills the GPU.
+Greedy (``chain_verify_greedy``): grid (NS, D*B), rows j-major.  Program (s, row) scans vocab
+slice s of one row with a lane-wise running (max, first index) -- ties resolve to the first
+maximal index and NaN counts as the maximum, exactly like ``torch.argmax`` -- unless a mismatch
+in an earlier row of its request is already flagged; a slice holding a token that beats the
+draft flags its row.  The bonus is the reduction of the slices' partials of the first
+mismatching row.  NS (slices per row) is chosen so that the grid fills the GPU.  (The
+``schedule="chain"`` variant walks a request's rows in order inside each slice's program.)
 
 Sampling (``chain_verify_sampling``): grid (D*B,), row-major by draft position so that at
 large B later rows start after earlier ones have set the stop flags.  Each program owns one row:
@@ -116,41 +117,121 @@ def _key(x):
 # --------------------------------------------------------------------------------------------
 
 
-@triton.jit(do_not_specialize=["D", "NS"])
-def _greedy_chain_kernel(
-    logits_ptr,
-    stride_lr,
-    cand_ptr,
-    stride_cb,
-    stride_cs,
-    predicts_ptr,
-    accept_index_ptr,
-    accept_num_ptr,
-    accept_lens_ptr,
-    part_key_ptr,
-    part_idx_ptr,
-    counter_ptr,
-    stop_ptr,
-    V,
-    SLICE,
-    D,
-    NS,
-    D_P2: tl.constexpr,
-    NS_P2: tl.constexpr,
-    U: tl.constexpr,
-    S: tl.constexpr,
+@triton.jit
+def _slice_argmax(row_ptr, v_lo, v_hi, U: tl.constexpr, S: tl.constexpr):
+    """(max key, first index of it) over logits [v_lo, v_hi) of one row.  A tile is [U, S]
+    logits: each thread issues U independent vector loads, the U axis is reduced inside the
+    thread, and the next tile is loaded before the current one is reduced (register double
+    buffering), so many loads are in flight per program."""
+    T: tl.constexpr = U * S
+    so = tl.arange(0, S)
+    offs = tl.arange(0, U)[:, None] * S + so[None, :]
+    idx = v_lo + offs
+    x = tl.load(row_ptr + idx, mask=idx < v_hi, other=float("-inf"))
+    best_k = tl.full([S], -2147483648, tl.int32)
+    best_i = tl.full([S], _BIG, tl.int32)
+    for start in range(v_lo, v_hi, T):
+        idx_n = start + T + offs
+        x_n = tl.load(row_ptr + idx_n, mask=idx_n < v_hi, other=float("-inf"))
+        # masked elements read as -inf and have the largest indices of their lane,
+        # so with ties resolved to the left they never hide a real element
+        k = _key_nan(x.to(tl.float32))
+        bk, bu = tl.max(k, axis=0, return_indices=True, return_indices_tie_break_left=True)
+        upd = bk > best_k
+        best_k = tl.where(upd, bk, best_k)
+        best_i = tl.where(upd, start + bu * S + so, best_i)
+        x = x_n
+    kmax = tl.max(best_k, axis=0)
+    kidx = tl.min(tl.where(best_k == kmax, best_i, _BIG), axis=0)
+    return kmax, kidx
+
+
+@triton.jit
+def _draft_beaten(kmax, kidx, xd, d, dval):
+    """The slice holds a token that torch.argmax would pick over draft token d (or d is no
+    valid token): then the row is a mismatch, whatever the other slices hold."""
+    kd = _key_nan(xd)
+    return (~dval) | (kmax > kd) | ((kmax == kd) & (kidx < d))
+
+
+@triton.jit
+def _greedy_finish(cand_ptr, stride_cb, stride_cs, predicts_ptr, accept_index_ptr,
+                   accept_num_ptr, accept_lens_ptr, part_key_ptr, part_idx_ptr, counter_ptr,
+                   stop_ptr, b, D, NS, D_P2: tl.constexpr, NS_P2: tl.constexpr,
+                   WRITE_LENS: tl.constexpr):
+    """Run by the last program of request b to arrive: the bonus is the argmax of row J (the
+    first mismatch, or the last row) from the slices' partials; then the request's flag and
+    counter are reset for the next call."""
+    stop = tl.load(stop_ptr + b, volatile=True)  # final: every program of b has arrived
+    J = tl.minimum(stop, D - 1)
+    sl = tl.arange(0, NS_P2)
+    smask = sl < NS
+    pk = tl.load(part_key_ptr + (b * NS + sl) * D + J, mask=smask, other=-2147483648,
+                 volatile=True)
+    pi = tl.load(part_idx_ptr + (b * NS + sl) * D + J, mask=smask, other=_BIG, volatile=True)
+    kb = tl.max(pk, axis=0)
+    bonus = tl.min(tl.where(pk == kb, pi, _BIG), axis=0)
+    _write_outputs(cand_ptr, stride_cb, stride_cs, predicts_ptr, accept_index_ptr,
+                   accept_num_ptr, accept_lens_ptr, b, J, bonus, D, D_P2, WRITE_LENS)
+    tl.store(counter_ptr + b, 0)
+    tl.store(stop_ptr + b, _BIG)
+
+
+@triton.jit(do_not_specialize=["B", "D", "NS"])
+def _greedy_rows_kernel(
+    logits_ptr, stride_lr, cand_ptr, stride_cb, stride_cs,
+    predicts_ptr, accept_index_ptr, accept_num_ptr, accept_lens_ptr,
+    part_key_ptr, part_idx_ptr, counter_ptr, stop_ptr,
+    V, SLICE, B, D, NS,
+    D_P2: tl.constexpr, NS_P2: tl.constexpr, U: tl.constexpr, S: tl.constexpr,
     WRITE_LENS: tl.constexpr,
 ):
-    """Grid (B, NS).  A tile is [U, S] logits: each thread issues U independent vector loads,
-    the U axis is reduced inside the thread, and the next tile is loaded before the current
-    one is reduced (register double buffering), so many loads are in flight per program."""
+    """Grid (NS, D*B), rows j-major: every (row, slice) is its own program, so all rows of a
+    request are read at once (no row waits for the one before); on a grid larger than one
+    wave, the programs of later rows start after earlier rows may have flagged the mismatch,
+    and skip their reads."""
+    s = tl.program_id(0)
+    rb = tl.program_id(1)
+    j = rb // B
+    b = rb - j * B
+    if _uniform_read(stop_ptr + b) >= j:  # else a mismatch before row j: not needed
+        row_ptr = logits_ptr + (b * D + j).to(tl.int64) * stride_lr
+        has_d = j < D - 1
+        d = tl.load(cand_ptr + b * stride_cb + (j + 1) * stride_cs, mask=has_d, other=-1)
+        d = d.to(tl.int32)
+        dval = has_d & (d >= 0) & (d < V)
+        xd = tl.load(row_ptr + tl.where(dval, d, 0)).to(tl.float32)
+        v_lo = s * SLICE
+        kmax, kidx = _slice_argmax(row_ptr, v_lo, tl.minimum(v_lo + SLICE, V), U, S)
+        pofs = (b * NS + s) * D + j
+        tl.store(part_key_ptr + pofs, kmax)
+        tl.store(part_idx_ptr + pofs, kidx)
+        if has_d:
+            if _draft_beaten(kmax, kidx, xd, d, dval):
+                tl.atomic_min(stop_ptr + b, j)
+    tl.debug_barrier()
+    if tl.atomic_add(counter_ptr + b, 1) == D * NS - 1:
+        _greedy_finish(cand_ptr, stride_cb, stride_cs, predicts_ptr, accept_index_ptr,
+                       accept_num_ptr, accept_lens_ptr, part_key_ptr, part_idx_ptr, counter_ptr,
+                       stop_ptr, b, D, NS, D_P2, NS_P2, WRITE_LENS)
+
+
+@triton.jit(do_not_specialize=["D", "NS"])
+def _greedy_chain_kernel(
+    logits_ptr, stride_lr, cand_ptr, stride_cb, stride_cs,
+    predicts_ptr, accept_index_ptr, accept_num_ptr, accept_lens_ptr,
+    part_key_ptr, part_idx_ptr, counter_ptr, stop_ptr,
+    V, SLICE, D, NS,
+    D_P2: tl.constexpr, NS_P2: tl.constexpr, U: tl.constexpr, S: tl.constexpr,
+    WRITE_LENS: tl.constexpr,
+):
+    """Grid (B, NS) (``schedule="chain"``, sessions 3-8): program (b, s) walks rows 0, 1, ...
+    of request b one after the other and stops at the first mismatch it sees; reads the fewest
+    bytes, but a row cannot start before the one before it has finished."""
     b = tl.program_id(0)
     s = tl.program_id(1)
     v_lo = s * SLICE
     v_hi = tl.minimum(v_lo + SLICE, V)
-    T: tl.constexpr = U * S
-    so = tl.arange(0, S)
-    offs = tl.arange(0, U)[:, None] * S + so[None, :]
     jo = tl.arange(0, D_P2)
     cand_vec = tl.load(cand_ptr + b * stride_cb + jo * stride_cs, mask=jo < D, other=-1)
     cand_vec = cand_vec.to(tl.int32)
@@ -159,36 +240,17 @@ def _greedy_chain_kernel(
     for j in range(D):
         if go != 0:
             row_ptr = logits_ptr + (b * D + j).to(tl.int64) * stride_lr
-            # scalar loads first, so that their latency hides behind the row's stream
             has_d = j < D - 1
             d = tl.sum(tl.where(jo == j + 1, cand_vec, 0), axis=0)
             dval = has_d & (d >= 0) & (d < V)
             xd = tl.load(row_ptr + tl.where(dval, d, 0)).to(tl.float32)
             flag = _uniform_read(stop_ptr + b)  # decides the next row (stale is fine)
-            idx = v_lo + offs
-            x = tl.load(row_ptr + idx, mask=idx < v_hi, other=float("-inf"))
-            best_k = tl.full([S], -2147483648, tl.int32)
-            best_i = tl.full([S], _BIG, tl.int32)
-            for start in range(v_lo, v_hi, T):
-                idx_n = start + T + offs
-                x_n = tl.load(row_ptr + idx_n, mask=idx_n < v_hi, other=float("-inf"))
-                # masked elements read as -inf and have the largest indices of their lane,
-                # so with ties resolved to the left they never hide a real element
-                k = _key_nan(x.to(tl.float32))
-                bk, bu = tl.max(k, axis=0, return_indices=True, return_indices_tie_break_left=True)
-                upd = bk > best_k
-                best_k = tl.where(upd, bk, best_k)
-                best_i = tl.where(upd, start + bu * S + so, best_i)
-                x = x_n
-            kmax = tl.max(best_k, axis=0)
-            kidx = tl.min(tl.where(best_k == kmax, best_i, _BIG), axis=0)
+            kmax, kidx = _slice_argmax(row_ptr, v_lo, v_hi, U, S)
             pofs = (b * NS + s) * D + j
             tl.store(part_key_ptr + pofs, kmax)
             tl.store(part_idx_ptr + pofs, kidx)
             if has_d:
-                kd = _key_nan(xd)
-                beaten = (kmax > kd) | ((kmax == kd) & (kidx < d))
-                if (~dval) | beaten:
+                if _draft_beaten(kmax, kidx, xd, d, dval):
                     tl.atomic_min(stop_ptr + b, j)
                     go = 0
             if flag <= j:
@@ -196,22 +258,10 @@ def _greedy_chain_kernel(
 
     # arrive; the last program of the request writes the outputs
     tl.debug_barrier()
-    old = tl.atomic_add(counter_ptr + b, 1)
-    if old == NS - 1:
-        stop = tl.load(stop_ptr + b, volatile=True)
-        J = tl.minimum(stop, D - 1)
-        sl = tl.arange(0, NS_P2)
-        smask = sl < NS
-        pk = tl.load(part_key_ptr + (b * NS + sl) * D + J, mask=smask, other=-2147483648,
-                     volatile=True)
-        pi = tl.load(part_idx_ptr + (b * NS + sl) * D + J, mask=smask, other=_BIG,
-                     volatile=True)
-        kb = tl.max(pk, axis=0)
-        bonus = tl.min(tl.where(pk == kb, pi, _BIG), axis=0)
-        _write_outputs(cand_ptr, stride_cb, stride_cs, predicts_ptr, accept_index_ptr,
-                       accept_num_ptr, accept_lens_ptr, b, J, bonus, D, D_P2, WRITE_LENS)
-        tl.store(counter_ptr + b, 0)
-        tl.store(stop_ptr + b, _BIG)
+    if tl.atomic_add(counter_ptr + b, 1) == NS - 1:
+        _greedy_finish(cand_ptr, stride_cb, stride_cs, predicts_ptr, accept_index_ptr,
+                       accept_num_ptr, accept_lens_ptr, part_key_ptr, part_idx_ptr, counter_ptr,
+                       stop_ptr, b, D, NS, D_P2, NS_P2, WRITE_LENS)
 
 
 @triton.jit
@@ -740,19 +790,26 @@ def chain_verify_greedy(
     num_warps: Optional[int] = None,
     lanes: Optional[int] = None,
     programs_per_sm: float = 8.0,
+    schedule: str = "rows",
 ):
     """Fused ``argmax`` + greedy chain verification (SGLang's ``verify_tree_greedy`` on a
     topk=1 chain).  ``logits`` [B*D, V] (fp32/fp16/bf16), ``candidates`` [B, D] integer (column 0
     the root, columns 1.. the drafts).  Returns ``(predicts, accept_index, accept_token_num)``;
     outputs passed in are written in place, ``accept_lens`` (optional) gets accept_token_num + 1.
 
+    ``schedule``: "rows" (default since session 9) reads every (row, vocab slice) in its own
+    program, all rows at once; "chain" (sessions 3-8) walks a request's rows one after the
+    other in each slice's program. On the H200 "chain" took 79-115 us at B = 64, k = 3
+    (SGLang's argmax + verify: 78 us, 2026-11-30-s9-kernels-bs64.json), latency-bound: a row
+    waited for the previous one. "rows" has not run on a GPU yet (session 9 had no device
+    time left); kernel_bench's tune sweep measures both.
+
     Launch knobs: ``block_size`` (elements per tile, default 2 x 16 bytes per thread),
     ``num_warps`` (4), ``num_slices`` (vocab slices per row; default: enough programs for
-    ``programs_per_sm`` per SM). The defaults are the H200 launch sweep's best (session 7,
-    V = 128,256, k = 3): at 64 requests 2-vector tiles at 8 programs per SM took 79 us where 4
-    vectors at 2 per SM (the earlier default) took 133 us, latency-bound at ~8 warps per SM;
-    at one request all launches were within 3%.
+    ``programs_per_sm`` per SM).
     """
+    if schedule not in ("rows", "chain"):
+        raise ValueError("schedule must be 'rows' or 'chain'")
     bsz, d = _check_common(logits, candidates)
     v = logits.shape[1]
     device = logits.device
@@ -763,23 +820,26 @@ def chain_verify_greedy(
     if num_warps is None:
         num_warps = 4
     block_size, u, lanes = _tile(block_size, num_warps, logits.element_size(), lanes, v, vectors=2)
+    rows = bsz * d if schedule == "rows" else bsz  # programs per vocab slice
     if num_slices is None:
         target = int(programs_per_sm * _num_sms(device))
-        num_slices = max(1, min(triton.cdiv(target, bsz), triton.cdiv(v, block_size)))
+        num_slices = max(1, min(triton.cdiv(target, rows), triton.cdiv(v, block_size)))
     num_slices = min(num_slices, _MAX_SLICES)
     slice_len = triton.cdiv(triton.cdiv(v, num_slices), block_size) * block_size
     ns = triton.cdiv(v, slice_len)
     counter, stop = _sync_buffers(device, bsz)
     part_key = torch.empty(bsz * ns * d, dtype=torch.int32, device=device)
     part_idx = torch.empty(bsz * ns * d, dtype=torch.int32, device=device)
-    _greedy_chain_kernel[(bsz, ns)](
-        logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
-        predicts, accept_index, accept_token_num,
-        accept_lens if accept_lens is not None else accept_token_num,
-        part_key, part_idx, counter, stop, v, slice_len, d, ns,
-        D_P2=_p2(d, _D_P2_MIN), NS_P2=_MAX_SLICES, U=u, S=lanes,
-        WRITE_LENS=accept_lens is not None, num_warps=num_warps,
-    )
+    args = (logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
+            predicts, accept_index, accept_token_num,
+            accept_lens if accept_lens is not None else accept_token_num,
+            part_key, part_idx, counter, stop, v, slice_len)
+    meta = dict(D_P2=_p2(d, _D_P2_MIN), NS_P2=_MAX_SLICES, U=u, S=lanes,
+                WRITE_LENS=accept_lens is not None, num_warps=num_warps)
+    if schedule == "rows":
+        _greedy_rows_kernel[(ns, d * bsz)](*args, bsz, d, ns, **meta)
+    else:
+        _greedy_chain_kernel[(bsz, ns)](*args, d, ns, **meta)
     return predicts, accept_index, accept_token_num
 
 

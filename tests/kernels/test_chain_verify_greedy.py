@@ -28,8 +28,11 @@ def test_greedy_bit_exact_vs_reference_and_sglang(cv, ref, bsz, k):
     if bsz < 64:  # (the interpreter is slow: the big batch runs the tiled launch only)
         _assert_same(cv.chain_verify_greedy(logits, cand), expected)
         _assert_same(cv.chain_verify_greedy(logits, cand, block_size=16, num_slices=4), expected)
-    # [4, 8] tiles: 4 vectors per lane, reduced inside the lane, double-buffered
-    _assert_same(cv.chain_verify_greedy(logits, cand, block_size=32, lanes=8, num_slices=2), expected)
+    # [4, 8] tiles: 4 vectors per lane, reduced inside the lane, double-buffered; both schedules
+    # (rows: every row at once, later rows skip after a flagged mismatch; chain: rows in order)
+    for schedule in ("rows", "chain"):
+        _assert_same(cv.chain_verify_greedy(logits, cand, block_size=32, lanes=8, num_slices=2,
+                                            schedule=schedule), expected, f"{schedule}: ")
 
 
 def test_greedy_all_accepted_and_all_rejected(cv, ref):

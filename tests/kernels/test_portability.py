@@ -47,7 +47,7 @@ def test_stop_flag_is_read_once_per_program_while_other_programs_write_it():
     kernels = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
     uniform = ast.unparse(kernels["_uniform_read"])
     assert "tl.atomic_add(ptr, 0" in uniform
-    for name in ("_greedy_chain_kernel", "_sample_chain_kernel"):
+    for name in ("_greedy_rows_kernel", "_greedy_chain_kernel", "_sample_chain_kernel"):
         body = ast.unparse(kernels[name])
         arrival = body.index("tl.atomic_add(counter_ptr")
         before = body[:arrival]
