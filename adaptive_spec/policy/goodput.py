@@ -36,6 +36,9 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
   k=0 step). So only a k that could still win is probed: no estimate yet, or an estimated
   goodput within `probe_optimism` of the best; smallest k first, because a measured k is a
   floor for every larger one (more draft steps and verify tokens never make a step faster).
+  A smaller batch bounds a larger one too: t(k) / t(0) only grows with the batch, so a k that
+  lost at 64 requests is not probed at 128 (session 9: those probes were 6% of the level's
+  steps at 4x a plain step's cost).
 - An estimate scaled from another bucket is good for choosing what to probe, not what to run
   (one kept k=3 at 128 requests for ~2 s in the step-load run), hence "measured here".
 - Few samples can all be stalls (session 4, dial 0.9: a probe in the warm-up's prefill burst
@@ -172,6 +175,26 @@ class StepTimeTable:
         return max((self.mean[self._i(bucket, j)] for j in range(k)
                     if self.count[self._i(bucket, j)] > 0), default=0.0)
 
+    def smaller_batch_floor(self, bucket: int, k: int, min_samples: float) -> float:
+        """A lower bound on t(bucket, k): this bucket's k=0 time times t(k) / t(0) at the
+        nearest smaller bucket that bounds it (k or a smaller j >= 1 there, and k=0, with
+        `min_samples` each; a smaller j is a floor under k, as at this bucket). Drafting's
+        relative cost only grows with the batch (the verify's k+1 tokens per request add work
+        while a plain step's weight reads stay the same), so a k that lost at 64 requests loses
+        at 128. 0.0 when no smaller bucket (or no k=0 here) is measured."""
+        i0 = self._i(bucket, 0)
+        if k == 0 or self.count[i0] <= 0:
+            return 0.0
+        for b in range(bucket - 1, -1, -1):
+            ib0 = self._i(b, 0)
+            if self.count[ib0] < min_samples:
+                continue
+            t_b = max((self.mean[self._i(b, j)] for j in range(1, k + 1)
+                       if self.count[self._i(b, j)] >= min_samples), default=None)
+            if t_b is not None:
+                return self.mean[i0] * max(1.0, t_b / self.mean[ib0])
+        return 0.0
+
     def snapshot(self) -> dict:
         out = {}
         for b in range(MAX_BUCKET_EXP + 1):
@@ -200,6 +223,8 @@ class GoodputPolicy:
     PRIOR_TRIES = 8.0  # weight of that prior, and of position j-1's value for position j
     # Before measurements, relative cost of one draft step + the longer verify (per k).
     PRIOR_STEP_COST = 0.35
+    # Noise allowed on a smaller batch's t(k) / t(0) when it bounds an unprobed cell here.
+    MONOTONE_SLACK = 1.15
 
     def __init__(self, cfg, reducer: Optional[Callable[[list], list]] = None):
         self.cfg = cfg
@@ -277,6 +302,12 @@ class GoodputPolicy:
         floor = self.table.floor(bucket, k)
         n = self.table.samples(bucket, k)
         mean = self.table.estimate(bucket, k) if n > 0 else None
+        # a smaller batch's ratio, with slack for its noise: GPU, session 9, a k=1 step at
+        # 128 requests cost 4x a plain one after k=1 had lost at 64; its probes and those of
+        # k=2 and k=3 took 44 of the level's 687 steps
+        if n < self.trusted_samples:
+            floor = max(floor, self.table.smaller_batch_floor(bucket, k, self.min_samples)
+                        / self.MONOTONE_SLACK)
         t = max(floor, mean / self.optimism(n) if mean is not None else 0.0)
         return math.inf if t <= 0 else expected[k] / t
 
