@@ -82,11 +82,13 @@ def main(archs, old=False):
                 thr_single="fp32", thr_acc="fp32")
     for arch in archs:
         for dt, u, lanes, nw in GREEDY_LAUNCHES:
-            shared, bad, regs, spills = _compile(
-                cv._greedy_chain_kernel, dict(greedy, logits_ptr=dt),
-                dict(D_P2=8, NS_P2=64, U=u, S=lanes, WRITE_LENS=True), arch, nw)
-            print(json.dumps(dict(arch=arch, kernel="greedy", dtype=dt, shared=shared,
-                                  forbidden=bad, registers=regs, spill_bytes=spills)))
+            # schedule "rows" (the default since session 9) and "chain"
+            for name, fn in (("greedy", cv._greedy_rows_kernel), ("greedy-chain", cv._greedy_chain_kernel)):
+                shared, bad, regs, spills = _compile(
+                    fn, dict(greedy, logits_ptr=dt),
+                    dict(D_P2=8, NS_P2=64, U=u, S=lanes, WRITE_LENS=True), arch, nw)
+                print(json.dumps(dict(arch=arch, kernel=name, dtype=dt, shared=shared,
+                                      forbidden=bad, registers=regs, spill_bytes=spills)))
         for name, dt, classic, u, lanes, nw in SAMPLING_LAUNCHES + (OLD_SAMPLING_LAUNCHES if old else ()):
             consts = dict(D_P2=8, HAS_TEMP=True, HAS_TOPK=True, HAS_TOPP=True,
                           HAS_MINP=True, CLASSIC=classic, WRITE_LENS=True, U=u, S=lanes,
