@@ -911,7 +911,11 @@ def chain_verify_sampling(
         dprob, sqb, sqs = draft_probs, draft_probs.stride(0), draft_probs.stride(1)
     else:
         dprob, sqb, sqs = coins_final, 0, 0  # never read
-    few_rows = bsz * d < _num_sms(device)  # one program per row: give each row more threads
+    # one program per row: with few rows give each row more threads. Up to 2 rows per SM, 8
+    # warps: at B = 64, k = 3 (256 rows, 132 SMs) 721 and 899 us vs 1,201 and 1,186 us with 4
+    # (H200 launch sweeps, 2026-11-30-s9-kernels-bs64.json and -s7-kernels.json; the first
+    # limit was 1 row per SM); more rows keep 4 (not swept with 8 there yet)
+    few_rows = bsz * d <= 2 * _num_sms(device)
     if num_warps is None:
         num_warps = 8 if few_rows else 4
     # 2 vectors per thread: no register spills on sm_90 with every option on (4 vectors: 255

@@ -8,7 +8,13 @@
 #      old "chain" one and ends on B = 256 sampling; GPU 1 serves greedy requests through our
 #      verify kernels (the server that crashed with a device-side assert in call_s8.sh a) next
 #      to plain, outputs compared.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s9.sh v
+#   g  (~8 min) issue 5's table with session 9's goodput policy (a smaller batch's cost ratio
+#      bounds the probes of a larger one): plain, eagle3, builtin-adaptive and goodput at
+#      N = 1..256 on the dial-0.7 pair (GPU 0) and the dial-0.5 pair (GPU 1), every greedy
+#      output compared with plain's.
+# Then, from earlier scripts: call_s6.sh d (TP = 2 sweep, issue 9), call_s7.sh f (always-wrong on
+# both MoE layouts, issue 10), call_s6.sh e (step load + dense always-wrong).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s9.sh v|g
 source scripts/device/common.sh
 case "${1:-}" in
 v)
@@ -28,7 +34,14 @@ v)
     --system-args "adaptive-spec:on-triton=--adaptive-spec-force on --adaptive-spec-verify-backend triton"
   wait; cat /tmp/kern-v.txt
   pack_logs logs-v.tar.xz /tmp/logs-verify-fix/*.log ;;
-*) echo "usage: call_s9.sh v"; exit 2 ;;
+g)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_two_pairs /tmp/soak-8b random,dial:0.7 /tmp/d5-8b dial:0.5 --preset 8b
+  sweep 0 goodput-dial-0.7 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "$FOUR" > /tmp/sweep-g0.txt &
+  sweep 1 goodput-dial-0.5 /tmp/d5-8b/target /tmp/d5-8b/draft-dial-0.5 "$FOUR" > /tmp/sweep-g1.txt
+  wait; cat /tmp/sweep-g0.txt /tmp/sweep-g1.txt
+  pack_logs logs-g.tar.xz /tmp/logs-goodput-dial-*/*.log ;;
+*) echo "usage: call_s9.sh v|g"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 ( cd "$OUT" && tar cJf "results-$1.tar.xz" --remove-files $(ls | grep -v -e '^run.log$' -e '^logs-') )
