@@ -771,6 +771,10 @@ class Sweep:
                 row["output_tok_s_whole"] = st.output_tok_s(recs, res.window)
             self._server_side(row, samples)
             row["level_wall_s"] = round(time.time() - t_wall, 2)
+            # the host's 1-minute load at the level's end: the same plain server's TPOT moved
+            # 12.9-16.9 ms between repeats of one run (session 9) while the other GPU's sweep
+            # shared the host's cores; this tells later runs whether the host was busy
+            row["host_load_1m"] = round(os.getloadavg()[0], 2)
             if c.repeat > 1:  # the k-th measurement of this system at this level (pairs with plain's k-th)
                 row["repeat"] = sum(1 for r in self.rows if r["system"] == name
                                     and st.level_key(r)[:3] == st.level_key(row)[:3])

@@ -124,9 +124,35 @@ FOUR=plain,eagle3,builtin-adaptive,adaptive-spec:goodput
 RUN_FLAGS=(--new-tokens-spread 0.5 --warmup-tokens ${WARMUP:-128} --time-budget-from ${BUDGET_FROM:-128:7,256:8}
   --server-arg=--enable-metrics --system-args "adaptive-spec:goodput+=--adaptive-spec-log-decisions")
 
+# The host's physical cores (with their hyperthread siblings) split between the two GPUs'
+# sweeps, since session 9: one plain server's TPOT moved 12.9-16.9 ms between repeats of a run
+# while the other GPU's sweep shared the host. Servers and load generator inherit it. One GPU
+# on the machine, a multi-GPU sweep ("0,1") or no taskset: all cores.
+cores_for() {
+  if [[ "$1" == *,* ]] || ! command -v taskset >/dev/null \
+     || (( $(nvidia-smi -L 2>/dev/null | grep -c '^GPU') < 2 )); then
+    echo "0-$(( $(nproc) - 1 ))"; return
+  fi
+  local c
+  c=$(python3 - "$1" <<'PY'
+import glob, sys
+cores = {}
+for d in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/topology"):
+    cpu = int(d.split("/")[-2][3:])
+    key = tuple(int(open(f"{d}/{f}").read()) for f in ("physical_package_id", "core_id"))
+    cores.setdefault(key, []).append(cpu)
+keys = sorted(cores)
+half = keys[:len(keys) // 2] if sys.argv[1] == "0" else keys[len(keys) // 2:]
+print(",".join(str(c) for k in half for c in sorted(cores[k])))
+PY
+)
+  [ -n "$c" ] && echo "$c" || echo "0-$(( $(nproc) - 1 ))"
+}
+
 sweep() {  # $1 GPU, $2 name, $3 target dir, $4 draft dir, $5 systems, rest: extra sweep flags
   local gpu=$1 name=$2 target=$3 draft=$4 systems=$5; shift 5
-  ( cd /tmp && CUDA_VISIBLE_DEVICES=$gpu python3 -m adaptive_spec.bench.cli sweep "${SWEEP_FLAGS[@]}" \
+  local pin=(); command -v taskset >/dev/null && pin=(taskset -c "$(cores_for "$gpu")")
+  ( cd /tmp && CUDA_VISIBLE_DEVICES=$gpu "${pin[@]}" python3 -m adaptive_spec.bench.cli sweep "${SWEEP_FLAGS[@]}" \
       "${RUN_FLAGS[@]}" --deadline-s $(( $(left) - 25 )) --target "$target" --draft "$draft" \
       --name "$name" --systems "$systems" --metrics-out "/tmp/metrics-$name.txt" \
       --log-dir "/tmp/logs-$name" --out "$OUT/sweep-$name.json" "$@" > "/tmp/sweep-$name.txt" 2>&1 )
