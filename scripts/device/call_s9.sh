@@ -12,9 +12,13 @@
 #      bounds the probes of a larger one): plain, eagle3, builtin-adaptive and goodput at
 #      N = 1..256 on the dial-0.7 pair (GPU 0) and the dial-0.5 pair (GPU 1), every greedy
 #      output compared with plain's.
+#   o  (~9 min) issue 3's off-step claim with a tighter interval: plain vs forced off (lean, the
+#      default) at 64, 128 and 256 requests, 5 paired repeats of 10-s levels on each GPU (two
+#      replicate runs side by side, each on its own half of the host's cores): 10 pairs per N
+#      (6 pairs in sessions 8-9 gave +-0.11).
 # Then, from earlier scripts: call_s6.sh d (TP = 2 sweep, issue 9), call_s7.sh f (always-wrong on
 # both MoE layouts, issue 10), call_s6.sh e (step load + dense always-wrong).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s9.sh v|g
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s9.sh v|g|o
 source scripts/device/common.sh
 case "${1:-}" in
 v)
@@ -41,7 +45,16 @@ g)
   sweep 1 goodput-dial-0.5 /tmp/d5-8b/target /tmp/d5-8b/draft-dial-0.5 "$FOUR" > /tmp/sweep-g1.txt
   wait; cat /tmp/sweep-g0.txt /tmp/sweep-g1.txt
   pack_logs logs-g.tar.xz /tmp/logs-goodput-dial-*/*.log ;;
-*) echo "usage: call_s9.sh v|g"; exit 2 ;;
+o)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_two_pairs /tmp/al-8b aligned /tmp/al-8b-b aligned --preset 8b
+  OFF=(plain,adaptive-spec:forced-off --concurrency 64,128,256 --repeat 5 --time-budget-s 10
+    --time-budget-from 128:10 --system-args "adaptive-spec:forced-off=--adaptive-spec-force off")
+  sweep 0 off-paired-a /tmp/al-8b/target /tmp/al-8b/draft-aligned "${OFF[@]}" > /tmp/sweep-o0.txt &
+  sweep 1 off-paired-b /tmp/al-8b-b/target /tmp/al-8b-b/draft-aligned "${OFF[@]}" > /tmp/sweep-o1.txt
+  wait; grep -h "paired\|lossless" /tmp/sweep-off-paired-*.txt
+  pack_logs logs-o.tar.xz /tmp/logs-off-paired-*/*.log ;;
+*) echo "usage: call_s9.sh v|g|o"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 ( cd "$OUT" && tar cJf "results-$1.tar.xz" --remove-files $(ls | grep -v -e '^run.log$' -e '^logs-') )
