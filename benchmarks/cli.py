@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from . import stats as st
 from .loadgen import BenchError, RunError
 
 PROG = "adaptive-spec-bench"
@@ -83,7 +84,7 @@ def _attach(s: str):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Side-by-side serving sweeps for SGLang + adaptive-spec.")
-    sub = p.add_subparsers(dest="cmd", metavar="{sweep,soak,plot,validate,table,models}",
+    sub = p.add_subparsers(dest="cmd", metavar="{sweep,soak,plot,validate,table,paired,models}",
                            parser_class=_Parser)
 
     s = sub.add_parser("sweep", help="start/attach servers and measure them in one run",
@@ -228,6 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("table", help="print a sweep result as a table")
     t.add_argument("file")
 
+    pr = sub.add_parser("paired", help="pool a system's paired ratios to plain (--repeat runs) "
+                                       "over several sweep files")
+    pr.add_argument("files", nargs="+")
+    pr.add_argument("--system", action="append", required=True, metavar="NAME",
+                    help="the system (repeat for the names other runs gave it)")
+
     sub.add_parser("models", help="build the synthetic target/draft pair (see models --help)",
                    add_help=False)
     return p
@@ -361,6 +368,25 @@ def cmd_validate(a) -> int:
     return 0
 
 
+def cmd_paired(a: argparse.Namespace) -> int:
+    import json
+
+    runs = []
+    for f in a.files:
+        try:
+            runs.append(json.loads(Path(f).read_text())["rows"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise BenchError(f"cannot read sweep rows from {f}: {e}") from None
+    pooled = st.pooled_pairs(runs, a.system)
+    if not pooled:
+        raise BenchError(f"no paired repeats of {', '.join(a.system)} in these files")
+    for p in pooled:
+        ci = f" +-{p['ci95']:.3f}" if p["ci95"] is not None else ""
+        print(f"N={p['concurrency']}: {p['mean']:.3f}x plain{ci} over {p['pairs']} pairs "
+              f"({', '.join(f'{q:.3f}' for q in p['ratios'])})")
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "models":
@@ -387,6 +413,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return 0
         if a.cmd == "validate":
             return cmd_validate(a)
+        if a.cmd == "paired":
+            return cmd_paired(a)
         if a.cmd == "table":
             import json
 

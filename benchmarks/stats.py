@@ -330,6 +330,30 @@ def paired_ratios(rows: Sequence[dict]) -> List[dict]:
     return out
 
 
+def pooled_pairs(runs: Sequence[Sequence[dict]], systems: Sequence[str]) -> List[dict]:
+    """Paired ratios (``paired_ratios``) of any of `systems` (one system under the names
+    different runs gave it) pooled over several runs' rows, per concurrency: every pair is one
+    sample, the interval is over all of them."""
+    wanted = set(systems)
+    per_n: Dict[int, List[float]] = {}
+    for rows in runs:
+        for p in paired_ratios(rows):
+            if p["system"] in wanted and p.get("request_rate") is None:
+                per_n.setdefault(p["concurrency"], []).extend(p["ratios"])
+    out = []
+    for n in sorted(per_n):
+        qs = per_n[n]
+        m = sum(qs) / len(qs)
+        ci = None
+        if len(qs) >= 2:
+            sd = (sum((q - m) ** 2 for q in qs) / (len(qs) - 1)) ** 0.5
+            ci = _t95(len(qs) - 1) * sd / len(qs) ** 0.5
+        out.append({"concurrency": n, "pairs": len(qs), "mean": round(m, 4),
+                    "ci95": round(ci, 4) if ci is not None else None,
+                    "ratios": [round(q, 4) for q in qs]})
+    return out
+
+
 def mean_over_repeats(rows: Sequence[dict], keys=("output_tok_s", "tpot_ms_p50")) -> List[dict]:
     """One row per (system, level): the mean of `keys` over its repeats (for plots)."""
     merged: Dict[tuple, dict] = {}

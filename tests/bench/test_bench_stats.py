@@ -167,6 +167,22 @@ def test_repeats_pair_with_plain_of_the_same_repeat():
     assert st.paired_ratios([{"system": "ours", "concurrency": 1, "output_tok_s": 1.0}]) == []
 
 
+def test_pairs_of_one_system_pool_over_runs_that_named_it_differently():
+    def run(name, ratios, n=64):
+        rows = []
+        for k, q in enumerate(ratios):
+            rows += [{"system": "plain", "concurrency": n, "repeat": k, "output_tok_s": 1000.0},
+                     {"system": name, "concurrency": n, "repeat": k, "output_tok_s": 1000.0 * q},
+                     {"system": "other", "concurrency": n, "repeat": k, "output_tok_s": 5.0}]
+        return rows
+
+    (p,) = st.pooled_pairs([run("off-a", (0.9, 1.0)), run("off-b", (1.1,))], ["off-a", "off-b"])
+    assert p["concurrency"] == 64 and p["pairs"] == 3 and p["mean"] == approx(1.0)
+    assert p["ratios"] == [0.9, 1.0, 1.1]
+    assert p["ci95"] == pytest.approx(4.30 * 0.1 / 3 ** 0.5, abs=1e-3)  # sd 0.1, t(0.975, 2 df)
+    assert st.pooled_pairs([run("off-a", (0.9,))], ["nope"]) == []
+
+
 def test_lossless_check():
     outs = {
         "plain": {("c1", 0): [5, 5, 5, 5], ("c1", 1): [7, 7, 7]},

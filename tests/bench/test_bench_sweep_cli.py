@@ -351,3 +351,20 @@ def test_systems_take_turns_going_first_level_by_level(tmp_path, model_dirs, mon
     assert firsts == ["plain", "eagle3", "plain"], order
     assert [(r["concurrency"], r["system"]) for r in res["rows"]] == [
         (1, "plain"), (1, "eagle3"), (2, "plain"), (2, "eagle3"), (3, "plain"), (3, "eagle3")]
+
+
+def test_paired_pools_the_committed_off_step_repeats_of_sessions_8_and_9(cli_cmd):
+    """The README's "1.000x at 64 over 6 paired repeats" comes from this command."""
+    res = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    r = subprocess.run(cli_cmd + ["paired", str(res / "2026-11-30-s8-off-paths-busy.json"),
+                                  str(res / "2026-11-30-s9-off-barrier.json"),
+                                  "--system", "adaptive-spec:forced-off-lean",
+                                  "--system", "adaptive-spec:off-lean"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert lines[0].startswith("N=64: 1.000x plain +-0.112 over 6 pairs")
+    assert lines[1].startswith("N=256: 1.030x plain +-0.109 over 6 pairs")
+    bad = subprocess.run(cli_cmd + ["paired", str(res / "2026-11-30-s9-off-barrier.json"),
+                                    "--system", "nope"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
