@@ -17,7 +17,9 @@
 #      replicate runs side by side, each on its own half of the host's cores): 10 pairs per N
 #      (6 pairs in sessions 8-9 gave +-0.11).
 # Then, from earlier scripts: call_s6.sh d (TP = 2 sweep, issue 9), call_s7.sh f (always-wrong on
-# both MoE layouts, issue 10), call_s6.sh e (step load + dense always-wrong).
+# both MoE layouts, issue 10), call_s6.sh e (step load + dense always-wrong). Those do not pack
+# their results: end such a command with `; bash scripts/device/pack_out.sh NAME` (at most 8
+# files come back).
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s9.sh v|g|o
 source scripts/device/common.sh
 case "${1:-}" in
@@ -57,5 +59,5 @@ o)
 *) echo "usage: call_s9.sh v|g|o"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
-( cd "$OUT" && tar cJf "results-$1.tar.xz" --remove-files $(ls | grep -v -e '^run.log$' -e '^logs-') )
+bash "$REPO/scripts/device/pack_out.sh" "$1"
 say "done $1"

@@ -41,3 +41,20 @@ def test_continuous_probe_keeps_n_requests_in_flight_and_counts_tokens(tmp_path)
     rec = json.loads(out.read_text().splitlines()[-1])
     assert rec["errors"] == 0 and rec["tokens"] > 0 and rec["output_tok_s"] > 0
     assert "profiled" not in rec
+
+
+def test_pack_out_leaves_few_files_for_the_8_file_cap(tmp_path):
+    """At most 8 files come back from the GPU machine; session 9 lost 8 result files to that.
+    pack_out.sh folds everything but run.log and the log tarballs into one tarball."""
+    import tarfile
+
+    for i in range(12):
+        (tmp_path / f"sweep-{i}.json").write_text(str(i))
+    (tmp_path / "run.log").write_text("log")
+    (tmp_path / "logs-a.tar.xz").write_bytes(b"")
+    r = subprocess.run(["bash", str(DEVICE / "pack_out.sh"), "v"], env={"OUT": str(tmp_path), "PATH": "/usr/bin:/bin"},
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["logs-a.tar.xz", "results-v.tar.xz", "run.log"]
+    with tarfile.open(tmp_path / "results-v.tar.xz") as t:
+        assert sorted(t.getnames()) == sorted(f"sweep-{i}.json" for i in range(12))
