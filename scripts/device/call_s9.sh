@@ -6,16 +6,16 @@
 #      N(0,1) logits, B = 256, k = 3 and 7) three times, then B = 64 (k = 3, 7) with the checks
 #      and the launch sweep, which times the greedy kernel's new "rows" schedule against the
 #      old "chain" one and ends on B = 256 sampling; GPU 1 serves greedy requests through our
-#      verify kernels (the server that crashed with a device-side assert in call_s8.sh a) next
-#      to plain, outputs compared.
+#      verify kernels (the server that crashed with a device-side assert in call_s8.sh a) and
+#      through SGLang's, next to plain, at 1 and 64 requests, outputs compared.
 #   g  (~8 min) issue 5's table with session 9's goodput policy (a smaller batch's cost ratio
 #      bounds the probes of a larger one): plain, eagle3, builtin-adaptive and goodput at
 #      N = 1..256 on the dial-0.7 pair (GPU 0) and the dial-0.5 pair (GPU 1), every greedy
 #      output compared with plain's.
 #   o  (~9 min) issue 3's off-step claim with a tighter interval: plain vs forced off (lean, the
-#      default) at 64, 128 and 256 requests, 5 paired repeats of 10-s levels on each GPU (two
-#      replicate runs side by side, each on its own half of the host's cores): 10 pairs per N
-#      (6 pairs in sessions 8-9 gave +-0.11).
+#      default) at 64, 128 and 256 requests, 4 paired repeats of 10-s levels on each GPU (two
+#      replicate runs side by side, each on its own half of the host's cores): 8 pairs per N,
+#      14 with sessions 8-9's 6 (which gave +-0.11), pooled by `adaptive-spec-bench paired`.
 # Then, from earlier scripts: call_s6.sh d (TP = 2 sweep, issue 9), call_s7.sh f (always-wrong on
 # both MoE layouts, issue 10), call_s6.sh e (step load + dense always-wrong). Those do not pack
 # their results: end such a command with `; bash scripts/device/pack_out.sh NAME` (at most 8
@@ -24,7 +24,7 @@
 source scripts/device/common.sh
 case "${1:-}" in
 v)
-  export DEADLINE_S=${DEADLINE_S:-230} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  export DEADLINE_S=${DEADLINE_S:-270} ADAPTIVE_SPEC_WARM_SAMPLING=0
   ( cd /tmp
     for r in 1 2 3; do
       CUDA_VISIBLE_DEVICES=0 timeout 60 python3 "$REPO/benchmarks/kernel_bench.py" --bs 256 --k 3,7 \
@@ -35,8 +35,10 @@ v)
       --vocab 128256 --budget-s 150 --out "$OUT/kernels-bs64.json" 2>&1 \
       | grep -E "ERROR|wrote" | head -4 | sed "s/^/[bs64] /" ) > /tmp/kern-v.txt 2>&1 &
   ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/soak-8b random,dial:0.7 --preset 8b ) || exit 3
-  sweep 1 verify-fix /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,adaptive-spec:on-triton \
-    --concurrency 16,64 --time-budget-s 5 \
+  # issue 6's end-to-end table: our verify vs SGLang's at 1 and 64 requests, outputs vs plain
+  sweep 1 verify-fix /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,adaptive-spec:on-sglang,adaptive-spec:on-triton --concurrency 1,64 --time-budget-s 5 \
+    --system-args "adaptive-spec:on-sglang=--adaptive-spec-force on" \
     --system-args "adaptive-spec:on-triton=--adaptive-spec-force on --adaptive-spec-verify-backend triton"
   wait; cat /tmp/kern-v.txt
   pack_logs logs-v.tar.xz /tmp/logs-verify-fix/*.log ;;
@@ -50,7 +52,7 @@ g)
 o)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
   build_two_pairs /tmp/al-8b aligned /tmp/al-8b-b aligned --preset 8b
-  OFF=(plain,adaptive-spec:forced-off --concurrency 64,128,256 --repeat 5 --time-budget-s 10
+  OFF=(plain,adaptive-spec:forced-off --concurrency 64,128,256 --repeat 4 --time-budget-s 10
     --time-budget-from 128:10 --system-args "adaptive-spec:forced-off=--adaptive-spec-force off")
   sweep 0 off-paired-a /tmp/al-8b/target /tmp/al-8b/draft-aligned "${OFF[@]}" > /tmp/sweep-o0.txt &
   sweep 1 off-paired-b /tmp/al-8b-b/target /tmp/al-8b-b/draft-aligned "${OFF[@]}" > /tmp/sweep-o1.txt
