@@ -183,3 +183,18 @@ def test_per_position_counts_equal_the_per_request_reference():
         stats.observe(steps, results)
         reference.observe(steps, results)
     assert stats.pos_tries == pytest.approx(reference.tries) and stats.pos_hits == pytest.approx(reference.hits)
+
+
+def test_status_carries_a_decide_selftest_that_never_calls_the_tp_reducer():
+    """The servers' decisions took 29-55 us of wall time where this CPU takes 3-11 (GPU, session
+    9): each controller times its policy's decide at start, on this host, so the status can tell
+    a slow host from a waiting scheduler thread. Under TP the reducer is a collective: the
+    throwaway policy must never call it (a rank that did would hang the others)."""
+    def reducer(values):
+        raise AssertionError("the selftest called the TP reducer")
+
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3), reducer=reducer)
+    st = ctl.status()["decide_selftest"]
+    assert set(st) == {"policy_decide_us_p50", "clock_read_us"}, st
+    assert 0 < st["policy_decide_us_p50"] < 10_000 and 0 <= st["clock_read_us"] < 1_000
+    assert ctl.decision_count == 0 and ctl.policy._decisions == 0  # the real policy untouched
