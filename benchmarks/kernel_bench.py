@@ -633,16 +633,21 @@ def main(argv=None):
                     record_error(point, exc)
             # (8192, 8), 4 vectors per thread with register spills, faulted on the H200 in
             # session 7 and took the rest of the run with it: not swept again
-            for blk, nw in ((2048, 4), (4096, 4), (1024, 4), (4096, 8)):
+            # split: the first pass in its own launch (default since session 9; None picks the
+            # slices) or inside the per-row kernel (0, sessions 3-8)
+            for blk, nw, split in ((2048, 4, None), (2048, 4, 0), (4096, 8, None), (4096, 8, 0),
+                                   (4096, 4, None), (1024, 4, None)):
                 for scenario, lg, cd in (("draft~target", logits, cand_s), ("flat", flat, cand_f)):
                     point = dict(base, op="chain_verify_sampling:tune", scenario=scenario,
-                                 sampling="temperature+top_p", impl=f"triton[block={blk},warps={nw}]")
+                                 sampling="temperature+top_p",
+                                 impl=f"triton[block={blk},warps={nw},split_stats={split}]")
                     try:
-                        def call(blk=blk, nw=nw, lg=lg, cd=cd):
+                        def call(blk=blk, nw=nw, split=split, lg=lg, cd=cd):
                             coins = torch.rand_like(cd, dtype=torch.float32)
                             coins_f = torch.rand((bsz,), dtype=torch.float32, device=device)
                             return cv.chain_verify_sampling(lg, cd, coins, coins_f, temperatures=temps,
-                                                            top_ps=tps, block_size=blk, num_warps=nw)
+                                                            top_ps=tps, block_size=blk, num_warps=nw,
+                                                            split_stats=split)
                         reps = _reps_for(call, budget_s=0.06)
                         med, p90 = _time_us(call, reps)
                         rows.append(dict(point, us_median=round(med, 2), us_p90=round(p90, 2),

@@ -27,8 +27,11 @@ draft flags its row.  The bonus is the reduction of the slices' partials of the 
 mismatching row.  NS (slices per row) is chosen so that the grid fills the GPU.  (The
 ``schedule="chain"`` variant walks a request's rows in order inside each slice's program.)
 
-Sampling (``chain_verify_sampling``): grid (D*B,), row-major by draft position so that at
-large B later rows start after earlier ones have set the stop flags.  Each program owns one row:
+Sampling (``chain_verify_sampling``): by default (since session 9) the first pass below runs as
+its own launch, split over vocab slices (``_sample_stats_kernel``: few registers, many
+programs per SM), and the per-row kernel combines the slices' stats.  Then grid (D*B,),
+row-major by draft position so that at large B later rows start after earlier ones have set
+the stop flags.  Each program owns one row:
 
 1. one pass (lane-wise online softmax): max m, Z = sum exp(x - m) with x = logit / temperature,
    plus (when top-k / top-p are on) the count and mass of tokens above the draft token;
@@ -500,13 +503,103 @@ def _scan(rowp, invT, m, V, tau, minp, d_excl, inv_ek, qrow, t,
 
 
 @triton.jit
+def _row_stats(rowp, invT, xd, v_lo, v_hi, WANT_A: tl.constexpr, WANT_N: tl.constexpr,
+               U: tl.constexpr, S: tl.constexpr):
+    """Over logits [v_lo, v_hi) of one row, x = logit / temperature: (max m, sum exp(x - m),
+    the same over x > xd, the count of x > xd).  Lane-wise online softmax (a running max per
+    lane): no cross-warp reduction inside the loop, so the loads of successive blocks overlap."""
+    BLOCK: tl.constexpr = U * S
+    m_l = tl.full([S], float("-inf"), tl.float32)
+    z_l = tl.zeros([S], dtype=tl.float32)
+    a_l = tl.zeros([S], dtype=tl.float32)
+    n_l = tl.zeros([S], dtype=tl.int32)
+    offs2 = tl.arange(0, U)[:, None] * S + tl.arange(0, S)[None, :]
+    x = tl.load(rowp + v_lo + offs2, mask=v_lo + offs2 < v_hi, other=float("-inf"))
+    for start in range(v_lo, v_hi, BLOCK):
+        idx_n = start + BLOCK + offs2
+        x_n = tl.load(rowp + idx_n, mask=idx_n < v_hi, other=float("-inf"))
+        xf = x.to(tl.float32) * invT
+        nm = tl.maximum(m_l, tl.max(xf, axis=0))
+        ms = tl.where(nm == float("-inf"), 0.0, nm)
+        sc = tl.exp(m_l - ms)
+        e = tl.exp(xf - ms[None, :])
+        z_l = z_l * sc + tl.sum(e, axis=0)
+        if WANT_A:
+            a_l = a_l * sc + tl.sum(tl.where(xf > xd, e, 0.0), axis=0)
+        if WANT_N:
+            n_l += tl.sum((xf > xd).to(tl.int32), axis=0)
+        m_l = nm
+        x = x_n
+    m = tl.max(m_l, axis=0)
+    w_l = tl.where(m_l == float("-inf"), 0.0, tl.exp(m_l - m))
+    return m, tl.sum(z_l * w_l, axis=0), tl.sum(a_l * w_l, axis=0), tl.sum(n_l, axis=0)
+
+
+@triton.jit
+def _draft_logit(rowp, cand_ptr, stride_cb, stride_cs, b, j, D, V, invT):
+    """(draft token d of row j, whether it is a valid token, its logit / temperature)."""
+    has_draft = j < D - 1
+    d = tl.load(cand_ptr + b * stride_cb + (j + 1) * stride_cs, mask=has_draft, other=-1)
+    d = d.to(tl.int32)
+    dval = has_draft & (d >= 0) & (d < V)
+    xd = tl.load(rowp + tl.where(dval, d, 0)).to(tl.float32) * invT
+    return d, dval, xd
+
+
+@triton.jit(do_not_specialize=["B", "D", "NS"])
+def _sample_stats_kernel(
+    logits_ptr, stride_lr, cand_ptr, stride_cb, stride_cs, temp_ptr, stats_ptr,
+    B, V, SLICE, D, NS,
+    HAS_TEMP: tl.constexpr, WANT_A: tl.constexpr, WANT_N: tl.constexpr,
+    U: tl.constexpr, S: tl.constexpr,
+):
+    """The sampler's first pass, split: grid (NS, D*B), program (s, row) writes the stats of
+    vocab slice s of one row (max, normaliser, mass and count above the draft token, fp32
+    [row, s, 4]).  Few registers, so many programs per SM: the pass is bandwidth-bound instead
+    of one latency-bound program per row walking the whole vocabulary."""
+    s = tl.program_id(0)
+    rb = tl.program_id(1)
+    j = rb // B
+    b = rb - j * B
+    row = b * D + j
+    rowp = logits_ptr + row.to(tl.int64) * stride_lr
+    invT = 1.0
+    if HAS_TEMP:
+        invT = 1.0 / tl.load(temp_ptr + b).to(tl.float32)
+    d, dval, xd = _draft_logit(rowp, cand_ptr, stride_cb, stride_cs, b, j, D, V, invT)
+    v_lo = s * SLICE
+    m, z, a, n = _row_stats(rowp, invT, xd, v_lo, tl.minimum(v_lo + SLICE, V), WANT_A, WANT_N,
+                            U, S)
+    out = stats_ptr + (row.to(tl.int64) * NS + s) * 4
+    tl.store(out, m)
+    tl.store(out + 1, z)
+    tl.store(out + 2, a)
+    tl.store(out + 3, n.to(tl.float32))
+
+
+@triton.jit
+def _combine_stats(stats_ptr, row, NS, NS_P2: tl.constexpr):
+    """(m, z, mass above the draft, count above the draft) of a whole row from its slices."""
+    sl = tl.arange(0, NS_P2)
+    smask = sl < NS
+    base = stats_ptr + (row.to(tl.int64) * NS + sl) * 4
+    ms = tl.load(base, mask=smask, other=float("-inf"))
+    zs = tl.load(base + 1, mask=smask, other=0.0)
+    as_ = tl.load(base + 2, mask=smask, other=0.0)
+    ns = tl.load(base + 3, mask=smask, other=0.0)
+    m = tl.max(ms, axis=0)
+    w = tl.where(ms == float("-inf"), 0.0, tl.exp(ms - m))
+    return m, tl.sum(zs * w, axis=0), tl.sum(as_ * w, axis=0), tl.sum(ns, axis=0).to(tl.int32)
+
+
+@triton.jit
 def _sample_row(
     logits_ptr, stride_lr, cand_ptr, stride_cb, stride_cs, coins_ptr, stride_ub, stride_us,
     coins_final_ptr, temp_ptr, topk_ptr, topp_ptr, minp_ptr, dprob_ptr, stride_qb, stride_qs,
-    buf_k_ptr, buf_v_ptr, b, j, V, thr_single, thr_acc, D,
+    buf_k_ptr, buf_v_ptr, stats_ptr, b, j, V, thr_single, thr_acc, D, NS,
     HAS_TEMP: tl.constexpr, HAS_TOPK: tl.constexpr, HAS_TOPP: tl.constexpr,
     HAS_MINP: tl.constexpr, CLASSIC: tl.constexpr, U: tl.constexpr, S: tl.constexpr,
-    CAP: tl.constexpr, CI: tl.constexpr,
+    CAP: tl.constexpr, CI: tl.constexpr, STATS: tl.constexpr, NS_P2: tl.constexpr,
 ):
     BLOCK: tl.constexpr = U * S
     row = b * D + j
@@ -515,39 +608,15 @@ def _sample_row(
     if HAS_TEMP:
         invT = 1.0 / tl.load(temp_ptr + b).to(tl.float32)
     has_draft = j < D - 1
-    d = tl.load(cand_ptr + b * stride_cb + (j + 1) * stride_cs, mask=has_draft, other=-1)
-    d = d.to(tl.int32)
-    dval = has_draft & (d >= 0) & (d < V)
+    d, dval, xd = _draft_logit(rowp, cand_ptr, stride_cb, stride_cs, b, j, D, V, invT)
     dsafe = tl.where(dval, d, 0)
-    xd = tl.load(rowp + dsafe).to(tl.float32) * invT
 
-    # ---- pass 1: max, normaliser, count / mass above the draft token.  Lane-wise online
-    # softmax (a running max per lane): no cross-warp reduction inside the loop, so the loads
-    # of successive blocks overlap.
-    m_l = tl.full([S], float("-inf"), tl.float32)
-    z_l = tl.zeros([S], dtype=tl.float32)
-    a_l = tl.zeros([S], dtype=tl.float32)
-    n_l = tl.zeros([S], dtype=tl.int32)
-    offs2 = tl.arange(0, U)[:, None] * S + tl.arange(0, S)[None, :]
-    x = tl.load(rowp + offs2, mask=offs2 < V, other=float("-inf"))
-    for start in range(0, V, BLOCK):
-        idx_n = start + BLOCK + offs2
-        x_n = tl.load(rowp + idx_n, mask=idx_n < V, other=float("-inf"))
-        xf = x.to(tl.float32) * invT
-        nm = tl.maximum(m_l, tl.max(xf, axis=0))
-        ms = tl.where(nm == float("-inf"), 0.0, nm)
-        sc = tl.exp(m_l - ms)
-        e = tl.exp(xf - ms[None, :])
-        z_l = z_l * sc + tl.sum(e, axis=0)
-        if HAS_TOPP:
-            a_l = a_l * sc + tl.sum(tl.where(xf > xd, e, 0.0), axis=0)
-        if HAS_TOPK:
-            n_l += tl.sum((xf > xd).to(tl.int32), axis=0)
-        m_l = nm
-        x = x_n
-    m = tl.max(m_l, axis=0)
-    w_l = tl.where(m_l == float("-inf"), 0.0, tl.exp(m_l - m))
-    z = tl.sum(z_l * w_l, axis=0)
+    # ---- pass 1: max, normaliser, count / mass above the draft token (from the split stats
+    # kernel's slices when STATS, else read here)
+    if STATS:
+        m, z, a_d, n_d = _combine_stats(stats_ptr, row, NS, NS_P2)
+    else:
+        m, z, a_d, n_d = _row_stats(rowp, invT, xd, 0, V, HAS_TOPP, HAS_TOPK, U, S)
     ed = tl.exp(xd - m)
     pd = tl.where(dval, ed / z, 0.0)
 
@@ -567,10 +636,8 @@ def _sample_row(
     # ---- is the draft token certainly kept?  (then p(d) <= p'(d))
     sure = dval
     if HAS_TOPK:
-        n_d = tl.sum(n_l, axis=0)
         sure = sure & ((~use_k) | (n_d < topk))
     if HAS_TOPP:
-        a_d = tl.sum(a_l * w_l, axis=0)
         e_base = tl.where(use_k, a_d + ed, z)
         sure = sure & ((~use_p) | (a_d < topp * e_base))
     if HAS_MINP:
@@ -639,17 +706,17 @@ def _sample_row(
     return acc, tok
 
 
-@triton.jit(do_not_specialize=["B", "D"])
+@triton.jit(do_not_specialize=["B", "D", "NS"])
 def _sample_chain_kernel(
     logits_ptr, stride_lr, cand_ptr, stride_cb, stride_cs, coins_ptr, stride_ub, stride_us,
     coins_final_ptr, temp_ptr, topk_ptr, topp_ptr, minp_ptr, dprob_ptr, stride_qb, stride_qs,
     predicts_ptr, accept_index_ptr, accept_num_ptr, accept_lens_ptr,
-    row_tok_ptr, buf_k_ptr, buf_v_ptr, counter_ptr, stop_ptr,
-    B, V, thr_single, thr_acc, D,
+    row_tok_ptr, buf_k_ptr, buf_v_ptr, counter_ptr, stop_ptr, stats_ptr,
+    B, V, thr_single, thr_acc, D, NS,
     D_P2: tl.constexpr, HAS_TEMP: tl.constexpr, HAS_TOPK: tl.constexpr,
     HAS_TOPP: tl.constexpr, HAS_MINP: tl.constexpr, CLASSIC: tl.constexpr,
     WRITE_LENS: tl.constexpr, U: tl.constexpr, S: tl.constexpr, CAP: tl.constexpr,
-    CI: tl.constexpr,
+    CI: tl.constexpr, STATS: tl.constexpr, NS_P2: tl.constexpr,
 ):
     pid = tl.program_id(0)
     j = pid // B
@@ -665,8 +732,8 @@ def _sample_chain_kernel(
             logits_ptr, stride_lr, cand_ptr, stride_cb, stride_cs, coins_ptr, stride_ub,
             stride_us, coins_final_ptr, temp_ptr, topk_ptr, topp_ptr, minp_ptr, dprob_ptr,
             stride_qb, stride_qs, buf_k_ptr + row.to(tl.int64) * CAP,
-            buf_v_ptr + row.to(tl.int64) * CAP, b, j, V, thr_single, thr_acc,
-            D, HAS_TEMP, HAS_TOPK, HAS_TOPP, HAS_MINP, CLASSIC, U, S, CAP, CI)
+            buf_v_ptr + row.to(tl.int64) * CAP, stats_ptr, b, j, V, thr_single, thr_acc,
+            D, NS, HAS_TEMP, HAS_TOPK, HAS_TOPP, HAS_MINP, CLASSIC, U, S, CAP, CI, STATS, NS_P2)
         tl.store(row_tok_ptr + row, tok)
         if (acc == 0) & (j < D - 1):
             tl.atomic_min(stop_ptr + b, j)
@@ -875,6 +942,7 @@ def chain_verify_sampling(
     num_warps: Optional[int] = None,
     lanes: Optional[int] = None,
     cap: int = 128,
+    split_stats: Optional[int] = None,
 ):
     """Fused temperature / top-k / top-p / min-p + chain speculative sampling.
 
@@ -885,6 +953,13 @@ def chain_verify_sampling(
     Target-only acceptance (SGLang's default, with ``threshold_single``/``threshold_acc``) unless
     ``draft_probs`` [B, D-1 (or D), V] is given, which selects classic rejection sampling
     (SGLang's ``--speculative-use-rejection-sampling``).
+
+    ``split_stats``: vocab slices per row of the first pass, run as its own launch
+    (``_sample_stats_kernel``: few registers, many programs per SM) before the per-row kernel;
+    0 reads the first pass inside the per-row kernel (sessions 3-8). Default (None): enough
+    slices for ~8 programs per SM. Since session 9; not yet timed on a GPU (the per-row
+    kernel's passes look latency-bound there: ~3 GB/s per SM at B = 64, k = 3, estimated from
+    the launch sweep's times).
     """
     bsz, d = _check_common(logits, candidates)
     v = logits.shape[1]
@@ -893,6 +968,7 @@ def chain_verify_sampling(
                                                         accept_token_num)
     if bsz == 0:
         return predicts, accept_index, accept_token_num
+    tile_asked = (block_size, lanes)  # the split first pass tiles the same when asked
     coins = coins.reshape(bsz, -1)
     if coins.shape[1] < d - 1 or coins.dtype != torch.float32:
         raise ValueError("coins must be float32 [B, D] (column j decides draft j+1)")
@@ -932,6 +1008,19 @@ def chain_verify_sampling(
     buf_v = torch.empty(bsz * d * cap, dtype=torch.float32, device=device)
     dummy_f = coins_final
     thr_acc = max(float(threshold_acc), 1e-9)
+    ns = _stats_slices(split_stats, bsz * d, v, logits.element_size(), device)
+    stats = dummy_f
+    if ns:
+        s_block, s_u, s_lanes = _tile(tile_asked[0], 4, logits.element_size(), tile_asked[1], v,
+                                      vectors=2)
+        s_len = triton.cdiv(triton.cdiv(v, ns), s_block) * s_block
+        ns = triton.cdiv(v, s_len)
+        stats = torch.empty(bsz * d * ns * 4, dtype=torch.float32, device=device)
+        _sample_stats_kernel[(ns, d * bsz)](
+            logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
+            temps if temps is not None else dummy_f, stats, bsz, v, s_len, d, ns,
+            HAS_TEMP=temps is not None, WANT_A=tps is not None, WANT_N=tks is not None,
+            U=s_u, S=s_lanes, num_warps=4)
     _sample_chain_kernel[(d * bsz,)](
         logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
         coins, coins.stride(0), coins.stride(1), coins_final,
@@ -942,14 +1031,26 @@ def chain_verify_sampling(
         dprob, sqb, sqs,
         predicts, accept_index, accept_token_num,
         accept_lens if accept_lens is not None else accept_token_num,
-        row_tok, buf_k, buf_v, counter, stop,
-        bsz, v, float(threshold_single), thr_acc, d,
+        row_tok, buf_k, buf_v, counter, stop, stats,
+        bsz, v, float(threshold_single), thr_acc, d, max(ns, 1),
         D_P2=_p2(d, _D_P2_MIN), HAS_TEMP=temps is not None, HAS_TOPK=tks is not None,
         HAS_TOPP=tps is not None, HAS_MINP=mps is not None, CLASSIC=classic,
         WRITE_LENS=accept_lens is not None, U=u, S=lanes, CAP=cap, CI=ci,
-        num_warps=num_warps,
+        STATS=ns > 0, NS_P2=_MAX_SLICES, num_warps=num_warps,
     )
     return predicts, accept_index, accept_token_num
+
+
+def _stats_slices(split_stats: Optional[int], rows: int, v: int, elem_size: int,
+                  device: torch.device) -> int:
+    """Vocab slices per row of the split first pass (0: none)."""
+    if split_stats is not None:
+        if split_stats < 0:
+            raise ValueError("split_stats must be >= 0")
+        return min(int(split_stats), _MAX_SLICES)
+    block = _tile(None, 4, elem_size, None, v, vectors=2)[0]
+    return max(1, min(triton.cdiv(int(8 * _num_sms(device)), rows), triton.cdiv(v, block),
+                      _MAX_SLICES))
 
 
 def describe() -> str:

@@ -76,7 +76,7 @@ def main(archs, old=False):
                                "accept_lens_ptr", "row_tok_ptr", "buf_k_ptr", "counter_ptr",
                                "stop_ptr", "topk_ptr")}
     samp.update({n: "*fp32" for n in ("coins_ptr", "coins_final_ptr", "temp_ptr", "topp_ptr",
-                                      "minp_ptr", "dprob_ptr", "buf_v_ptr")})
+                                      "minp_ptr", "dprob_ptr", "buf_v_ptr", "stats_ptr")})
     samp.update(cand_ptr="*i64", stride_lr="i64", stride_cb="i64", stride_cs="i64",
                 stride_ub="i64", stride_us="i64", stride_qb="i64", stride_qs="i64",
                 thr_single="fp32", thr_acc="fp32")
@@ -90,12 +90,23 @@ def main(archs, old=False):
                 print(json.dumps(dict(arch=arch, kernel=name, dtype=dt, shared=shared,
                                       forbidden=bad, registers=regs, spill_bytes=spills)))
         for name, dt, classic, u, lanes, nw in SAMPLING_LAUNCHES + (OLD_SAMPLING_LAUNCHES if old else ()):
-            consts = dict(D_P2=8, HAS_TEMP=True, HAS_TOPK=True, HAS_TOPP=True,
-                          HAS_MINP=True, CLASSIC=classic, WRITE_LENS=True, U=u, S=lanes,
-                          CAP=128, CI=32)
-            shared, bad, regs, spills = _compile(cv._sample_chain_kernel, dict(samp, logits_ptr=dt),
-                                                 consts, arch, nw)
-            print(json.dumps(dict(arch=arch, kernel=name, dtype=dt, shared=shared,
+            # the first pass split into its own launch (the default since session 9) or inline
+            for stats, suffix in ((True, ""), (False, "-inline")):
+                consts = dict(D_P2=8, HAS_TEMP=True, HAS_TOPK=True, HAS_TOPP=True,
+                              HAS_MINP=True, CLASSIC=classic, WRITE_LENS=True, U=u, S=lanes,
+                              CAP=128, CI=32, STATS=stats, NS_P2=64)
+                shared, bad, regs, spills = _compile(cv._sample_chain_kernel,
+                                                     dict(samp, logits_ptr=dt), consts, arch, nw)
+                print(json.dumps(dict(arch=arch, kernel=name + suffix, dtype=dt, shared=shared,
+                                      forbidden=bad, registers=regs, spill_bytes=spills)))
+        # the split first pass: 4 warps, 2 vectors per thread
+        for dt, u, lanes in (("*bf16", 2, 1024), ("*fp32", 2, 512)):
+            stats_types = dict(logits_ptr=dt, cand_ptr="*i64", temp_ptr="*fp32", stats_ptr="*fp32",
+                               stride_lr="i64", stride_cb="i64", stride_cs="i64")
+            shared, bad, regs, spills = _compile(
+                cv._sample_stats_kernel, stats_types,
+                dict(HAS_TEMP=True, WANT_A=True, WANT_N=True, U=u, S=lanes), arch, 4)
+            print(json.dumps(dict(arch=arch, kernel="sampling-stats", dtype=dt, shared=shared,
                                   forbidden=bad, registers=regs, spill_bytes=spills)))
 
 

@@ -100,10 +100,12 @@ def test_sampling_dtypes_and_search_paths(cv, ref, dtype):
     coins[:, :] = torch.rand(bsz, d, generator=g) * 0.5 + 0.5  # mostly the exact (slow) path
     p = ref.renorm_probs_ref(logits, rows_per_request=d, **kw)
     expected = ref.chain_verify_sampling_ref(p, cand, coins, cf)
-    for block, lanes in ((32, 32), (512, 128)):
+    # split_stats: the first pass in the per-row kernel (0), or split over 3 vocab slices in
+    # its own launch (the default picks the count)
+    for block, lanes, split in ((32, 32, 0), (32, 32, 3), (512, 128, None)):
         out = cv.chain_verify_sampling(logits, cand, coins, cf, **kw, block_size=block,
-                                       lanes=lanes, cap=16)
-        assert _agreement(out, expected, bsz, d) == bsz, f"block={block}"
+                                       lanes=lanes, cap=16, split_stats=split)
+        assert _agreement(out, expected, bsz, d) == bsz, f"block={block} split={split}"
 
 
 def test_sampling_top_k1_is_greedy(cv, ref):

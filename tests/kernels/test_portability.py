@@ -23,7 +23,9 @@ def test_kernels_compile_for_sm90_and_sm120():
     rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     assert {(r["arch"], r["kernel"]) for r in rows} == {
         (a, k) for a in (90, 120)
-        for k in ("greedy", "greedy-chain", "sampling", "sampling-classic", "sampling-few-rows")}
+        for k in ("greedy", "greedy-chain", "sampling", "sampling-classic", "sampling-few-rows",
+                  "sampling-inline", "sampling-classic-inline", "sampling-few-rows-inline",
+                  "sampling-stats")}
     for r in rows:
         assert r["forbidden"] == [], r
         assert r["shared"] <= 16 * 1024, r
