@@ -2,10 +2,11 @@
 # GPU machine nvidia-h200-x2, session 9 (2026-11-30). Session 9 ran call_s8.sh f, a, d, e and a
 # kernel bisection that found the cause of the Triton verify faults (kernels/chain_verify.py
 # _uniform_read). Results come back as one tarball plus run.log ($OUT keeps few files).
-#   v  (~4 min) the fix, on the GPU: GPU 0 runs kernel_bench's faulting case (sampling, flat
+#   v  (~5 min) the fix, on the GPU: GPU 0 runs kernel_bench's faulting case (sampling, flat
 #      N(0,1) logits, B = 256, k = 3 and 7) three times, then B = 64 (k = 3, 7) with the checks
 #      and the launch sweep, which times the greedy kernel's new "rows" schedule against the
-#      old "chain" one and ends on B = 256 sampling; GPU 1 serves greedy requests through our
+#      old "chain" one and ends on B = 256 sampling, then both kernels at B = 256 under
+#      compute-sanitizer's synccheck (divergent barriers); GPU 1 serves greedy requests through our
 #      verify kernels (the server that crashed with a device-side assert in call_s8.sh a) and
 #      through SGLang's, next to plain, at 1 and 64 requests, outputs compared.
 #   g  (~8 min) issue 5's table with session 9's goodput policy (a smaller batch's cost ratio
@@ -24,7 +25,7 @@
 source scripts/device/common.sh
 case "${1:-}" in
 v)
-  export DEADLINE_S=${DEADLINE_S:-270} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  export DEADLINE_S=${DEADLINE_S:-300} ADAPTIVE_SPEC_WARM_SAMPLING=0
   ( cd /tmp
     for r in 1 2 3; do
       CUDA_VISIBLE_DEVICES=0 timeout 60 python3 "$REPO/benchmarks/kernel_bench.py" --bs 256 --k 3,7 \
@@ -33,7 +34,16 @@ v)
     done
     CUDA_VISIBLE_DEVICES=0 timeout 170 python3 "$REPO/benchmarks/kernel_bench.py" --bs 64 --k 3,7 \
       --vocab 128256 --budget-s 150 --out "$OUT/kernels-bs64.json" 2>&1 \
-      | grep -E "ERROR|wrote" | head -4 | sed "s/^/[bs64] /" ) > /tmp/kern-v.txt 2>&1 &
+      | grep -E "ERROR|wrote" | head -4 | sed "s/^/[bs64] /"
+    # compute-sanitizer's synccheck reports barriers that not every thread of a block reaches:
+    # the race's symptom, so it should be silent now (memcheck was, before the fix too)
+    if command -v compute-sanitizer >/dev/null; then
+      CUDA_VISIBLE_DEVICES=0 timeout 100 compute-sanitizer --tool synccheck --print-limit 10 \
+        python3 "$REPO/benchmarks/kernel_bench.py" --bs 256 --k 3 --vocab 128256 --no-tune \
+        --no-checks --budget-s 80 --ops greedy,sampling --out "$OUT/kernels-synccheck.json" \
+        > "$OUT/synccheck.txt" 2>&1
+      grep -E "ERROR SUMMARY|Barrier|divergent" "$OUT/synccheck.txt" | head -5 | sed "s/^/[synccheck] /"
+    fi ) > /tmp/kern-v.txt 2>&1 &
   ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/soak-8b random,dial:0.7 --preset 8b ) || exit 3
   # issue 6's end-to-end table: our verify vs SGLang's at 1 and 64 requests, outputs vs plain
   sweep 1 verify-fix /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
