@@ -155,6 +155,23 @@ def test_rows_after_rejection_are_not_needed(cv, ref):
     assert _agreement(out, expected, bsz, d) == bsz
 
 
+def test_padded_vocabulary_of_minus_inf_logits(cv, ref):
+    """Models pad the vocabulary with -inf logits: whole vocab slices of the split first pass
+    then hold nothing (max -inf, normaliser 0) and must not poison the row's combined stats."""
+    bsz, d, v = 4, 3, 96
+    logits, cand, coins, cf, g = _case(bsz, d, v, dtype=torch.float32, seed=9)
+    logits[:, 60:] = float("-inf")
+    cand[:, 1:] = torch.multinomial(torch.softmax(logits, -1), 1, generator=g).reshape(bsz, d)[:, :-1]
+    kw = dict(temperatures=torch.full((bsz,), 0.8), top_ps=torch.full((bsz,), 0.9))
+    p = ref.renorm_probs_ref(logits, rows_per_request=d, **kw)
+    expected = ref.chain_verify_sampling_ref(p, cand, coins, cf)
+    for split in (0, 3):  # slice 3 of 3 is all -inf
+        out = cv.chain_verify_sampling(logits, cand, coins, cf, **kw, block_size=32,
+                                       split_stats=split)
+        assert _agreement(out, expected, bsz, d) == bsz, f"split={split}"
+        assert int(out[0].max()) < 60  # never a padding token
+
+
 # ----------------------------------------------------------------------------- distribution
 
 def _chain(ref, v=12, d=3, seed=21):
