@@ -90,8 +90,8 @@ def _uniform_read(ptr):
     changing it.  A scalar ``tl.load`` is issued by every thread: with the stop flag lowered by
     another program in between, warps could disagree, take different branches and meet
     different ``bar.sync``s (reductions, ``debug_barrier``), and then read each other's stale
-    shared memory.  That is how the sampling kernel faulted on the H200 at 256 requests of
-    flat logits (illegal address / invalid address space, random, gone under
+    shared memory.  That is most likely how the sampling kernel faulted on the H200 at 256
+    requests of flat logits (illegal address / invalid address space, random, gone under
     compute-sanitizer's serialisation; session 9).  A scalar atomic is issued by one thread
     and broadcast through shared memory, so every warp sees the same value."""
     return tl.atomic_add(ptr, 0, sem="relaxed")
