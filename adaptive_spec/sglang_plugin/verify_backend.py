@@ -78,11 +78,11 @@ def install_verify_backend(backend: str) -> None:
     logger.info("adaptive_spec: verify backend = %s (%s)", backend, ", ".join(sorted(_patched)))
     if backend != "sglang":
         # session 9: a greedy server crashed (device-side assert) and the sampling kernel faulted
-        # at 256 requests; the race found (kernels/chain_verify.py _uniform_read) is fixed, and
-        # the fix has not run on a GPU yet
-        logger.warning("adaptive_spec: the Triton verify kernels are experimental (GPU faults "
-                       "traced to a race that is fixed but not yet re-run on a GPU); the default "
-                       "--adaptive-spec-verify-backend sglang is SGLang's own verify")
+        # at 256 requests; the race most likely behind both (kernels/chain_verify.py
+        # _uniform_read) is fixed, and the fix has not run on a GPU yet
+        logger.warning("adaptive_spec: the Triton verify kernels are experimental (GPU faults, "
+                       "most likely from a race that is fixed but not yet re-run on a GPU); the "
+                       "default --adaptive-spec-verify-backend sglang is SGLang's own verify")
 
 
 def current_backend() -> str:
