@@ -301,6 +301,15 @@ def add_ratios(rows: List[dict]) -> None:
         r["tok_s_vs_envelope"] = round(re_, 4) if re_ is not None else None
 
 
+def _mean_ci95(qs: Sequence[float]) -> tuple:
+    """(mean, half-width of its 95% t interval; None with one value)."""
+    m = sum(qs) / len(qs)
+    if len(qs) < 2:
+        return m, None
+    sd = (sum((q - m) ** 2 for q in qs) / (len(qs) - 1)) ** 0.5
+    return m, _t95(len(qs) - 1) * sd / len(qs) ** 0.5
+
+
 def paired_ratios(rows: Sequence[dict]) -> List[dict]:
     """Per system and level measured more than once (--repeat): output tok/s over plain's in
     the same repeat, with the mean and the half-width of its 95% t interval. Repeats run back
@@ -316,11 +325,7 @@ def paired_ratios(rows: Sequence[dict]) -> List[dict]:
         if q is not None:
             groups.setdefault((r["system"], r.get("concurrency"), r.get("request_rate")), []).append(q)
     for (system, n, rate), qs in groups.items():
-        m = sum(qs) / len(qs)
-        ci = None
-        if len(qs) >= 2:
-            sd = (sum((q - m) ** 2 for q in qs) / (len(qs) - 1)) ** 0.5
-            ci = _t95(len(qs) - 1) * sd / len(qs) ** 0.5
+        m, ci = _mean_ci95(qs)
         row = {"system": system, "concurrency": n, "repeats": len(qs),
                "ratios": [round(q, 4) for q in qs], "mean": round(m, 4),
                "ci95": round(ci, 4) if ci is not None else None}
@@ -343,11 +348,7 @@ def pooled_pairs(runs: Sequence[Sequence[dict]], systems: Sequence[str]) -> List
     out = []
     for n in sorted(per_n):
         qs = per_n[n]
-        m = sum(qs) / len(qs)
-        ci = None
-        if len(qs) >= 2:
-            sd = (sum((q - m) ** 2 for q in qs) / (len(qs) - 1)) ** 0.5
-            ci = _t95(len(qs) - 1) * sd / len(qs) ** 0.5
+        m, ci = _mean_ci95(qs)
         out.append({"concurrency": n, "pairs": len(qs), "mean": round(m, 4),
                     "ci95": round(ci, 4) if ci is not None else None,
                     "ratios": [round(q, 4) for q in qs]})

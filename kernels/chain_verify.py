@@ -98,6 +98,17 @@ def _uniform_read(ptr):
 
 
 @triton.jit
+def _draft_logit(rowp, cand_ptr, stride_cb, stride_cs, b, j, D, V, invT):
+    """(draft token d of row j, whether it is a valid token, its logit / temperature)."""
+    has_draft = j < D - 1
+    d = tl.load(cand_ptr + b * stride_cb + (j + 1) * stride_cs, mask=has_draft, other=-1)
+    d = d.to(tl.int32)
+    dval = has_draft & (d >= 0) & (d < V)
+    xd = tl.load(rowp + tl.where(dval, d, 0)).to(tl.float32) * invT
+    return d, dval, xd
+
+
+@triton.jit
 def _key_nan(x):
     """Order-preserving int32 key of fp32 values: -0.0 == +0.0, every NaN above +inf."""
     bits = x.to(tl.int32, bitcast=True)
@@ -158,6 +169,20 @@ def _draft_beaten(kmax, kidx, xd, d, dval):
 
 
 @triton.jit
+def _publish_slice(part_key_ptr, part_idx_ptr, stop_ptr, b, s, j, D, NS, kmax, kidx, xd, d,
+                   dval):
+    """Store slice s's (max key, first index) of row j; a row with a draft that the slice
+    beats is flagged as the request's mismatch (``atomic_min``).  Returns whether it was."""
+    pofs = (b * NS + s) * D + j
+    tl.store(part_key_ptr + pofs, kmax)
+    tl.store(part_idx_ptr + pofs, kidx)
+    beaten = (j < D - 1) & _draft_beaten(kmax, kidx, xd, d, dval)
+    if beaten:
+        tl.atomic_min(stop_ptr + b, j)
+    return beaten
+
+
+@triton.jit
 def _greedy_finish(cand_ptr, stride_cb, stride_cs, predicts_ptr, accept_index_ptr,
                    accept_num_ptr, accept_lens_ptr, part_key_ptr, part_idx_ptr, counter_ptr,
                    stop_ptr, b, D, NS, D_P2: tl.constexpr, NS_P2: tl.constexpr,
@@ -199,19 +224,11 @@ def _greedy_rows_kernel(
     b = rb - j * B
     if _uniform_read(stop_ptr + b) >= j:  # else a mismatch before row j: not needed
         row_ptr = logits_ptr + (b * D + j).to(tl.int64) * stride_lr
-        has_d = j < D - 1
-        d = tl.load(cand_ptr + b * stride_cb + (j + 1) * stride_cs, mask=has_d, other=-1)
-        d = d.to(tl.int32)
-        dval = has_d & (d >= 0) & (d < V)
-        xd = tl.load(row_ptr + tl.where(dval, d, 0)).to(tl.float32)
+        d, dval, xd = _draft_logit(row_ptr, cand_ptr, stride_cb, stride_cs, b, j, D, V, 1.0)
         v_lo = s * SLICE
         kmax, kidx = _slice_argmax(row_ptr, v_lo, tl.minimum(v_lo + SLICE, V), U, S)
-        pofs = (b * NS + s) * D + j
-        tl.store(part_key_ptr + pofs, kmax)
-        tl.store(part_idx_ptr + pofs, kidx)
-        if has_d:
-            if _draft_beaten(kmax, kidx, xd, d, dval):
-                tl.atomic_min(stop_ptr + b, j)
+        _publish_slice(part_key_ptr, part_idx_ptr, stop_ptr, b, s, j, D, NS, kmax, kidx, xd, d,
+                       dval)
     tl.debug_barrier()
     if tl.atomic_add(counter_ptr + b, 1) == D * NS - 1:
         _greedy_finish(cand_ptr, stride_cb, stride_cs, predicts_ptr, accept_index_ptr,
@@ -249,13 +266,9 @@ def _greedy_chain_kernel(
             xd = tl.load(row_ptr + tl.where(dval, d, 0)).to(tl.float32)
             flag = _uniform_read(stop_ptr + b)  # decides the next row (stale is fine)
             kmax, kidx = _slice_argmax(row_ptr, v_lo, v_hi, U, S)
-            pofs = (b * NS + s) * D + j
-            tl.store(part_key_ptr + pofs, kmax)
-            tl.store(part_idx_ptr + pofs, kidx)
-            if has_d:
-                if _draft_beaten(kmax, kidx, xd, d, dval):
-                    tl.atomic_min(stop_ptr + b, j)
-                    go = 0
+            if _publish_slice(part_key_ptr, part_idx_ptr, stop_ptr, b, s, j, D, NS, kmax, kidx,
+                              xd, d, dval):
+                go = 0
             if flag <= j:
                 go = 0
 
@@ -533,17 +546,6 @@ def _row_stats(rowp, invT, xd, v_lo, v_hi, WANT_A: tl.constexpr, WANT_N: tl.cons
     m = tl.max(m_l, axis=0)
     w_l = tl.where(m_l == float("-inf"), 0.0, tl.exp(m_l - m))
     return m, tl.sum(z_l * w_l, axis=0), tl.sum(a_l * w_l, axis=0), tl.sum(n_l, axis=0)
-
-
-@triton.jit
-def _draft_logit(rowp, cand_ptr, stride_cb, stride_cs, b, j, D, V, invT):
-    """(draft token d of row j, whether it is a valid token, its logit / temperature)."""
-    has_draft = j < D - 1
-    d = tl.load(cand_ptr + b * stride_cb + (j + 1) * stride_cs, mask=has_draft, other=-1)
-    d = d.to(tl.int32)
-    dval = has_draft & (d >= 0) & (d < V)
-    xd = tl.load(rowp + tl.where(dval, d, 0)).to(tl.float32) * invT
-    return d, dval, xd
 
 
 @triton.jit(do_not_specialize=["B", "D", "NS"])
@@ -888,12 +890,7 @@ def chain_verify_greedy(
         num_warps = 4
     block_size, u, lanes = _tile(block_size, num_warps, logits.element_size(), lanes, v, vectors=2)
     rows = bsz * d if schedule == "rows" else bsz  # programs per vocab slice
-    if num_slices is None:
-        target = int(programs_per_sm * _num_sms(device))
-        num_slices = max(1, min(triton.cdiv(target, rows), triton.cdiv(v, block_size)))
-    num_slices = min(num_slices, _MAX_SLICES)
-    slice_len = triton.cdiv(triton.cdiv(v, num_slices), block_size) * block_size
-    ns = triton.cdiv(v, slice_len)
+    slice_len, ns = _slice_plan(num_slices, rows, v, block_size, device, programs_per_sm)
     counter, stop = _sync_buffers(device, bsz)
     part_key = torch.empty(bsz * ns * d, dtype=torch.int32, device=device)
     part_idx = torch.empty(bsz * ns * d, dtype=torch.int32, device=device)
@@ -1008,13 +1005,13 @@ def chain_verify_sampling(
     buf_v = torch.empty(bsz * d * cap, dtype=torch.float32, device=device)
     dummy_f = coins_final
     thr_acc = max(float(threshold_acc), 1e-9)
-    ns = _stats_slices(split_stats, bsz * d, v, logits.element_size(), device)
-    stats = dummy_f
-    if ns:
+    if split_stats is not None and split_stats < 0:
+        raise ValueError("split_stats must be >= 0")
+    ns, stats = 0, dummy_f
+    if split_stats != 0:
         s_block, s_u, s_lanes = _tile(tile_asked[0], 4, logits.element_size(), tile_asked[1], v,
                                       vectors=2)
-        s_len = triton.cdiv(triton.cdiv(v, ns), s_block) * s_block
-        ns = triton.cdiv(v, s_len)
+        s_len, ns = _slice_plan(split_stats, bsz * d, v, s_block, device)
         stats = torch.empty(bsz * d * ns * 4, dtype=torch.float32, device=device)
         _sample_stats_kernel[(ns, d * bsz)](
             logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
@@ -1041,16 +1038,16 @@ def chain_verify_sampling(
     return predicts, accept_index, accept_token_num
 
 
-def _stats_slices(split_stats: Optional[int], rows: int, v: int, elem_size: int,
-                  device: torch.device) -> int:
-    """Vocab slices per row of the split first pass (0: none)."""
-    if split_stats is not None:
-        if split_stats < 0:
-            raise ValueError("split_stats must be >= 0")
-        return min(int(split_stats), _MAX_SLICES)
-    block = _tile(None, 4, elem_size, None, v, vectors=2)[0]
-    return max(1, min(triton.cdiv(int(8 * _num_sms(device)), rows), triton.cdiv(v, block),
-                      _MAX_SLICES))
+def _slice_plan(num_slices: Optional[int], rows: int, v: int, block: int, device: torch.device,
+                programs_per_sm: float = 8.0) -> Tuple[int, int]:
+    """(slice length, slices) of a row's vocabulary: whole tiles, at most ``_MAX_SLICES``;
+    ``num_slices`` None: enough for ``programs_per_sm`` programs per SM over ``rows`` rows."""
+    if num_slices is None:
+        target = int(programs_per_sm * _num_sms(device))
+        num_slices = max(1, min(triton.cdiv(target, rows), triton.cdiv(v, block)))
+    num_slices = min(int(num_slices), _MAX_SLICES)
+    slice_len = triton.cdiv(triton.cdiv(v, num_slices), block) * block
+    return slice_len, triton.cdiv(v, slice_len)
 
 
 def describe() -> str:
