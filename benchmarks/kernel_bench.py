@@ -102,6 +102,35 @@ def _time_us(fn, reps, warmup=3):
     return ts[len(ts) // 2], p90
 
 
+def _graph_us(fn, calls=20):
+    """Per-call GPU time of ``calls`` back-to-back calls replayed from one CUDA graph: the
+    kernels' own time, without the host's launch cost that `_time_us` also sees when a call's
+    host work outlasts its kernels (both paths at small batches)."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()  # warm-up outside the capture (lazy inits, allocator)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(5):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        ts.append(start.elapsed_time(end) * 1000.0 / calls)
+    del graph
+    return sorted(ts)[len(ts) // 2]
+
+
 def _reps_for(fn, budget_s=0.12, lo=5, hi=60):
     import torch
 
@@ -379,6 +408,9 @@ def main(argv=None):
     ap.add_argument("--budget-s", type=float, default=170.0,
                     help="stop starting new points after this many seconds")
     ap.add_argument("--no-checks", action="store_true", help="skip the distribution check")
+    ap.add_argument("--graph-timing", action="store_true",
+                    help="also time each point's calls replayed from a CUDA graph (row field "
+                         "us_graph: GPU time without the host's launch cost)")
     ap.add_argument("--no-tune", dest="tune", action="store_false",
                     help="skip the block-size / warps sweep of our kernels")
     ap.add_argument("--ops", default="greedy,sampling",
@@ -435,7 +467,9 @@ def main(argv=None):
                     f"triton {triton.__version__}, {platform.node()}"),
         "sglang_version": sglang_version,
         "command": "python benchmarks/kernel_bench.py " + " ".join(sys.argv[1:] if argv is None else argv),
-        "timing": "CUDA events per call, calls back to back after warm-up; median / p90",
+        "timing": ("CUDA events per call, calls back to back after warm-up; median / p90"
+                   + ("; us_graph: per call, 20 calls replayed from one CUDA graph (median of 5)"
+                      if args.graph_timing else "")),
         "inputs": ("bf16 logits; LLM-like rows N(0,1.5^2) + one head token at ln(V)+U(1,4); "
                    "greedy drafts: argmax w.p. `accept`, else the 2nd-best token; sampling: "
                    "T=0.7, top_p=0.9 (per-request tensors), drafts sampled from the target; "
@@ -508,6 +542,12 @@ def main(argv=None):
                                  mean_accepted=round(float(outs[impl][2].float().mean()), 3)))
             except Exception as exc:  # noqa: BLE001
                 record_error(dict(point, impl=impl), exc)
+                continue
+            if args.graph_timing and not _SMOKE:
+                try:
+                    rows[-1]["us_graph"] = round(_graph_us(calls[impl][1]), 2)
+                except Exception as exc:  # noqa: BLE001
+                    record_error(dict(point, impl=impl, op=point["op"] + ":graph"), exc)
         if "triton" in res:
             extra = {}
             if len(outs) == 2:

@@ -19,7 +19,7 @@ write the outputs (one launch, no grid-wide barrier, no spin-waits, so the same 
 ``TRITON_INTERPRET=1``).  The counter and the flag live in small per-(device, stream) buffers
 that the last program resets, so a call costs no memset.
 
-Greedy (``chain_verify_greedy``): grid (NS, D*B), rows j-major.  Program (s, row) scans vocab
+Greedy (``chain_verify_greedy``): grid (D*B*NS,), rows j-major.  Program (row, s) scans vocab
 slice s of one row with a lane-wise running (max, first index) -- ties resolve to the first
 maximal index and NaN counts as the maximum, exactly like ``torch.argmax`` -- unless a mismatch
 in an earlier row of its request is already flagged; a slice holding a token that beats the
@@ -66,6 +66,7 @@ Triton's own small reduction scratch (<= 512 bytes of shared memory), far within
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Dict, Optional, Tuple
 
@@ -214,12 +215,14 @@ def _greedy_rows_kernel(
     D_P2: tl.constexpr, NS_P2: tl.constexpr, U: tl.constexpr, S: tl.constexpr,
     WRITE_LENS: tl.constexpr,
 ):
-    """Grid (NS, D*B), rows j-major: every (row, slice) is its own program, so all rows of a
-    request are read at once (no row waits for the one before); on a grid larger than one
-    wave, the programs of later rows start after earlier rows may have flagged the mismatch,
-    and skip their reads."""
-    s = tl.program_id(0)
-    rb = tl.program_id(1)
+    """Grid (D*B*NS,), rows j-major, a row's slices together: every (row, slice) is its own
+    program, so all rows of a request are read at once (no row waits for the one before); on
+    a grid larger than one wave, the programs of later rows start after earlier rows may have
+    flagged the mismatch, and skip their reads. One grid axis: CUDA caps the second at 65,535
+    programs, fewer than D*B rows of a large batch."""
+    pid = tl.program_id(0)
+    rb = pid // NS
+    s = pid - rb * NS
     j = rb // B
     b = rb - j * B
     if _uniform_read(stop_ptr + b) >= j:  # else a mismatch before row j: not needed
@@ -555,12 +558,14 @@ def _sample_stats_kernel(
     HAS_TEMP: tl.constexpr, WANT_A: tl.constexpr, WANT_N: tl.constexpr,
     U: tl.constexpr, S: tl.constexpr,
 ):
-    """The sampler's first pass, split: grid (NS, D*B), program (s, row) writes the stats of
-    vocab slice s of one row (max, normaliser, mass and count above the draft token, fp32
-    [row, s, 4]).  Few registers, so many programs per SM: the pass is bandwidth-bound instead
-    of one latency-bound program per row walking the whole vocabulary."""
-    s = tl.program_id(0)
-    rb = tl.program_id(1)
+    """The sampler's first pass, split: grid (D*B*NS,) (one axis, as in the greedy rows
+    kernel), program (row, s) writes the stats of vocab slice s of one row (max, normaliser,
+    mass and count above the draft token, fp32 [row, s, 4]).  Few registers, so many programs
+    per SM: the pass is bandwidth-bound instead of one latency-bound program per row walking
+    the whole vocabulary."""
+    pid = tl.program_id(0)
+    rb = pid // NS
+    s = pid - rb * NS
     j = rb // B
     b = rb - j * B
     row = b * D + j
@@ -781,6 +786,29 @@ def _sync_buffers(device: torch.device, batch: int) -> Tuple[torch.Tensor, torch
     return buf
 
 
+_scratch_state: Dict[Tuple, torch.Tensor] = {}
+
+
+def _scratch(device: torch.device, name: str, numel: int, dtype: torch.dtype) -> torch.Tensor:
+    """A work buffer of at least ``numel`` elements, kept per (device, stream, name) between
+    calls instead of allocated in each (the wrappers' host time is the calls' cost at small
+    batches). Safe because calls on one stream run in order: the next call's kernels start
+    after the last one's finished. Under CUDA graph capture a fresh tensor (the graph's pool
+    keeps it), since a kept buffer could be replaced by a larger one after the capture."""
+    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        return torch.empty(numel, dtype=dtype, device=device)
+    key = _stream_key(device) + (name,)
+    buf = _scratch_state.get(key)
+    if buf is None or buf.numel() < numel or buf.dtype != dtype:
+        with _state_lock:
+            buf = _scratch_state.get(key)
+            if buf is None or buf.numel() < numel or buf.dtype != dtype:
+                grown = 0 if buf is None or buf.dtype != dtype else 2 * buf.numel()
+                buf = torch.empty(max(numel, grown), dtype=dtype, device=device)
+                _scratch_state[key] = buf
+    return buf[:numel]
+
+
 def _num_sms(device: torch.device) -> int:
     key = (device.type, device.index)
     n = _sm_count.get(key)
@@ -793,8 +821,15 @@ def _num_sms(device: torch.device) -> int:
     return n
 
 
+# Plain integer helpers: triton.cdiv and triton.next_power_of_2 called from Python go through
+# Triton's JIT-function call path, which took half of the greedy wrapper's host time (cProfile).
+def _cdiv(a: int, b: int) -> int:
+    return -(-int(a) // int(b))
+
+
 def _p2(n: int, floor: int = 2) -> int:
-    return max(floor, triton.next_power_of_2(int(n)))
+    n = int(n)
+    return max(floor, 1 << (n - 1).bit_length() if n > 1 else 1)
 
 
 # Fixed lower bounds of the constexpr sizes keep the number of compiled variants small
@@ -886,25 +921,34 @@ def chain_verify_greedy(
                                                         accept_token_num)
     if bsz == 0:
         return predicts, accept_index, accept_token_num
-    if num_warps is None:
-        num_warps = 4
-    block_size, u, lanes = _tile(block_size, num_warps, logits.element_size(), lanes, v, vectors=2)
-    rows = bsz * d if schedule == "rows" else bsz  # programs per vocab slice
-    slice_len, ns = _slice_plan(num_slices, rows, v, block_size, device, programs_per_sm)
+    slice_len, ns, meta = _greedy_plan(bsz, d, v, logits.element_size(), _num_sms(device),
+                                       block_size, num_slices, num_warps or 4, lanes,
+                                       programs_per_sm, schedule)
     counter, stop = _sync_buffers(device, bsz)
-    part_key = torch.empty(bsz * ns * d, dtype=torch.int32, device=device)
-    part_idx = torch.empty(bsz * ns * d, dtype=torch.int32, device=device)
+    part_key = _scratch(device, "greedy_part_key", bsz * ns * d, torch.int32)
+    part_idx = _scratch(device, "greedy_part_idx", bsz * ns * d, torch.int32)
     args = (logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
             predicts, accept_index, accept_token_num,
             accept_lens if accept_lens is not None else accept_token_num,
             part_key, part_idx, counter, stop, v, slice_len)
-    meta = dict(D_P2=_p2(d, _D_P2_MIN), NS_P2=_MAX_SLICES, U=u, S=lanes,
-                WRITE_LENS=accept_lens is not None, num_warps=num_warps)
+    meta = dict(meta, WRITE_LENS=accept_lens is not None)
     if schedule == "rows":
-        _greedy_rows_kernel[(ns, d * bsz)](*args, bsz, d, ns, **meta)
+        _greedy_rows_kernel[(ns * d * bsz,)](*args, bsz, d, ns, **meta)
     else:
         _greedy_chain_kernel[(bsz, ns)](*args, d, ns, **meta)
     return predicts, accept_index, accept_token_num
+
+
+@functools.lru_cache(maxsize=4096)
+def _greedy_plan(bsz, d, v, elem_size, sms, block_size, num_slices, num_warps, lanes,
+                 programs_per_sm, schedule):
+    """(slice length, slices, launch meta) of one greedy launch shape; cached, since a server
+    sees a few hundred shapes and the arithmetic was a fifth of the wrapper's host time."""
+    block, u, lanes = _tile(block_size, num_warps, elem_size, lanes, v, vectors=2)
+    rows = bsz * d if schedule == "rows" else bsz  # programs per vocab slice
+    slice_len, ns = _slice_plan(num_slices, rows, v, block, sms, programs_per_sm)
+    return slice_len, ns, dict(D_P2=_p2(d, _D_P2_MIN), NS_P2=_MAX_SLICES, U=u, S=lanes,
+                               num_warps=num_warps)
 
 
 def _per_request(x, bsz, dtype, device, name):
@@ -984,13 +1028,11 @@ def chain_verify_sampling(
         dprob, sqb, sqs = draft_probs, draft_probs.stride(0), draft_probs.stride(1)
     else:
         dprob, sqb, sqs = coins_final, 0, 0  # never read
-    # one program per row: with few rows give each row more threads. Up to 2 rows per SM, 8
-    # warps: at B = 64, k = 3 (256 rows, 132 SMs) 721 and 899 us vs 1,201 and 1,186 us with 4
-    # (H200 launch sweeps, 2026-11-30-s9-kernels-bs64.json and -s7-kernels.json; the first
-    # limit was 1 row per SM); more rows keep 4 (not swept with 8 there yet)
-    few_rows = bsz * d <= 2 * _num_sms(device)
+    # one program per row, 8 warps: faster than 4 at every point of the H200 launch sweeps
+    # (2026-11-30-s10-kernels-bs64.json: 127 vs 185 us at B = 1, k = 3; 724 vs 1,201 us at
+    # B = 64, k = 3; 1,314 vs 2,017 us at B = 256, k = 7, where session 9 still used 4)
     if num_warps is None:
-        num_warps = 8 if few_rows else 4
+        num_warps = 8
     # 2 vectors per thread: no register spills on sm_90 with every option on (4 vectors: 255
     # registers and spills; with 8 warps that launch failed on the H200, session 7,
     # cudaErrorInvalidAddressSpace on 256 rows of N(0,1) logits), and the faster tile in the
@@ -1000,9 +1042,9 @@ def chain_verify_sampling(
         raise ValueError("cap must be a power of two >= 16")
     ci = min(32, cap)
     counter, stop = _sync_buffers(device, bsz)
-    row_tok = torch.empty(bsz * d, dtype=torch.int32, device=device)
-    buf_k = torch.empty(bsz * d * cap, dtype=torch.int32, device=device)
-    buf_v = torch.empty(bsz * d * cap, dtype=torch.float32, device=device)
+    row_tok = _scratch(device, "sample_row_tok", bsz * d, torch.int32)
+    buf_k = _scratch(device, "sample_buf_k", bsz * d * cap, torch.int32)
+    buf_v = _scratch(device, "sample_buf_v", bsz * d * cap, torch.float32)
     dummy_f = coins_final
     thr_acc = max(float(threshold_acc), 1e-9)
     if split_stats is not None and split_stats < 0:
@@ -1011,9 +1053,9 @@ def chain_verify_sampling(
     if split_stats != 0:
         s_block, s_u, s_lanes = _tile(tile_asked[0], 4, logits.element_size(), tile_asked[1], v,
                                       vectors=2)
-        s_len, ns = _slice_plan(split_stats, bsz * d, v, s_block, device)
-        stats = torch.empty(bsz * d * ns * 4, dtype=torch.float32, device=device)
-        _sample_stats_kernel[(ns, d * bsz)](
+        s_len, ns = _slice_plan(split_stats, bsz * d, v, s_block, _num_sms(device))
+        stats = _scratch(device, "sample_stats", bsz * d * ns * 4, torch.float32)
+        _sample_stats_kernel[(ns * d * bsz,)](
             logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
             temps if temps is not None else dummy_f, stats, bsz, v, s_len, d, ns,
             HAS_TEMP=temps is not None, WANT_A=tps is not None, WANT_N=tks is not None,
@@ -1038,16 +1080,17 @@ def chain_verify_sampling(
     return predicts, accept_index, accept_token_num
 
 
-def _slice_plan(num_slices: Optional[int], rows: int, v: int, block: int, device: torch.device,
+def _slice_plan(num_slices: Optional[int], rows: int, v: int, block: int, sms: int,
                 programs_per_sm: float = 8.0) -> Tuple[int, int]:
     """(slice length, slices) of a row's vocabulary: whole tiles, at most ``_MAX_SLICES``;
-    ``num_slices`` None: enough for ``programs_per_sm`` programs per SM over ``rows`` rows."""
+    ``num_slices`` None: enough for ``programs_per_sm`` programs per SM (``sms``) over
+    ``rows`` rows."""
     if num_slices is None:
-        target = int(programs_per_sm * _num_sms(device))
-        num_slices = max(1, min(triton.cdiv(target, rows), triton.cdiv(v, block)))
+        target = int(programs_per_sm * sms)
+        num_slices = max(1, min(_cdiv(target, rows), _cdiv(v, block)))
     num_slices = min(int(num_slices), _MAX_SLICES)
-    slice_len = triton.cdiv(triton.cdiv(v, num_slices), block) * block
-    return slice_len, triton.cdiv(v, slice_len)
+    slice_len = _cdiv(_cdiv(v, num_slices), block) * block
+    return slice_len, _cdiv(v, slice_len)
 
 
 def describe() -> str:

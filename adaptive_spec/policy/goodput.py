@@ -54,6 +54,10 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
   probes merged every 32 decisions needed ~4 probes and ~4 catch-ups per cell; a new batch size
   took 226 decisions to reach its best k in the simulation test, now <= 80: a large part of a
   5-s sweep level).
+- The floor cuts both ways: a shorter chain's stalled cell, above a longer chain's measured
+  time, priced that longer chain out (session 10: k=2 read 29.9 ms at 33-64 requests, k=3
+  17.8). Stalls only slow a step, so a measured cell is capped by every well-sampled longer
+  chain (`StepTimeTable.settled`) before it floors anything.
 - Deep draft positions are seen only in probes: each position's acceptance is shrunk towards
   the one before it (`PRIOR_TRIES` pseudo-tries), so two unlucky probe rounds cannot rule the
   long chains out.
@@ -86,6 +90,7 @@ class StepTimeTable:
 
     LOCAL_CAP = 64  # samples kept per cell between two syncs (the latest)
     PLAUSIBLE = 1.5  # slack on the (2k+2) x t(k=0) bound of a drafting step's cost
+    CEILING_SAMPLES = 6  # samples a longer chain needs before it caps a shorter one
 
     def __init__(self, max_steps: int, decay: float = 0.9):
         self.max_steps = max_steps
@@ -153,11 +158,26 @@ class StepTimeTable:
     def samples(self, bucket: int, k: int) -> float:
         return self.count[self._i(bucket, k)]
 
+    def settled(self, bucket: int, k: int) -> float:
+        """A measured cell's mean, capped by every longer chain measured here with
+        `CEILING_SAMPLES`: a longer chain is never faster, and a stall only ever makes a step
+        look slower, so where the two disagree the shorter chain's samples are the stalled
+        ones. GPU, session 10 (dial 0.7): k=2 at 33-64 requests read 29.9 ms, k=3 17.8 ms;
+        as k=3's floor, k=2's stalls kept k=3 from being chosen (at 16-32 requests EAGLE-3
+        made 1.17x of plain, the goodput server ran k = 0 and 2 there)."""
+        t = self.mean[self._i(bucket, k)]
+        for j in range(k + 1, self.max_steps + 1):
+            i = self._i(bucket, j)
+            if self.count[i] >= self.CEILING_SAMPLES:
+                t = min(t, self.mean[i])
+        return t
+
     def estimate(self, bucket: int, k: int) -> Optional[float]:
-        """Measured mean, else scaled from the nearest bucket where both k and 0 are known."""
+        """Measured (`settled`) mean, else scaled from the nearest bucket where both k and 0
+        are known."""
         i = self._i(bucket, k)
         if self.count[i] > 0:
-            return self.mean[i]
+            return self.settled(bucket, k)
         base_here = self.mean[self._i(bucket, 0)] if self.count[self._i(bucket, 0)] > 0 else None
         for dist in range(1, MAX_BUCKET_EXP + 1):
             for b in (bucket - dist, bucket + dist):
@@ -169,10 +189,10 @@ class StepTimeTable:
         return None
 
     def floor(self, bucket: int, k: int) -> float:
-        """A lower bound on t(bucket, k): the slowest measured j < k at this bucket (a longer
-        draft chain never makes a step faster: more draft steps, more tokens to verify).
-        0.0 when nothing below k is measured here."""
-        return max((self.mean[self._i(bucket, j)] for j in range(k)
+        """A lower bound on t(bucket, k): the slowest measured (`settled`) j < k at this bucket
+        (a longer draft chain never makes a step faster: more draft steps, more tokens to
+        verify). 0.0 when nothing below k is measured here."""
+        return max((self.settled(bucket, j) for j in range(k)
                     if self.count[self._i(bucket, j)] > 0), default=0.0)
 
     def smaller_batch_floor(self, bucket: int, k: int, min_samples: float) -> float:
@@ -189,7 +209,7 @@ class StepTimeTable:
             ib0 = self._i(b, 0)
             if self.count[ib0] < min_samples:
                 continue
-            t_b = max((self.mean[self._i(b, j)] for j in range(1, k + 1)
+            t_b = max((self.settled(b, j) for j in range(1, k + 1)
                        if self.count[self._i(b, j)] >= min_samples), default=None)
             if t_b is not None:
                 return self.mean[i0] * max(1.0, t_b / self.mean[ib0])

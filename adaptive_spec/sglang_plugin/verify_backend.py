@@ -17,8 +17,10 @@ Everything else falls through to SGLang's ``eagle_sample`` unchanged: trees (top
 batches, non-CUDA devices, ``SGLANG_SIMULATE_ACC_LEN``, and sampling with TP > 1 or DP
 attention (where SGLang broadcasts the sampled result across ranks).
 ``install_verify_backend("triton-greedy")`` runs our greedy kernel only; sampling batches go to
-SGLang's verify (our sampling kernel faulted in the H200 kernel benchmark of session 8 on flat
-logits at 256 requests, not reproduced alone, cause not found).
+SGLang's verify (kept from session 8, when our sampling kernel faulted on flat logits at 256
+requests; the cause, a race on the stop flag, was fixed in session 9 and the fix held on the
+H200 in session 10: 10 clean runs of the faulting case, and a greedy server on our kernels
+served lossless). SGLang's verify stays the default: ours is not yet faster at 1-64 requests.
 ``install_verify_backend("sglang")`` restores SGLang's function.
 
 Importable without a GPU: SGLang and the kernels are imported lazily.
@@ -77,12 +79,12 @@ def install_verify_backend(backend: str) -> None:
         _backend = backend
     logger.info("adaptive_spec: verify backend = %s (%s)", backend, ", ".join(sorted(_patched)))
     if backend != "sglang":
-        # session 9: a greedy server crashed (device-side assert) and the sampling kernel faulted
-        # at 256 requests; the race most likely behind both (kernels/chain_verify.py
-        # _uniform_read) is fixed, and the fix has not run on a GPU yet
-        logger.warning("adaptive_spec: the Triton verify kernels are experimental (GPU faults, "
-                       "most likely from a race that is fixed but not yet re-run on a GPU); the "
-                       "default --adaptive-spec-verify-backend sglang is SGLang's own verify")
+        # sessions 7-9 saw GPU faults from a race (fixed: kernels/chain_verify.py _uniform_read,
+        # clean on the H200 in session 10); the kernels have fewer GPU hours than SGLang's and
+        # are not yet faster at 1-64 requests
+        logger.warning("adaptive_spec: the Triton verify kernels are experimental (correct and "
+                       "lossless on the H200, not yet faster than SGLang's at 1-64 requests); "
+                       "the default --adaptive-spec-verify-backend sglang is SGLang's own verify")
 
 
 def current_backend() -> str:

@@ -55,3 +55,37 @@ def test_stop_flag_is_read_once_per_program_while_other_programs_write_it():
         before = body[:arrival]
         assert "_uniform_read(stop_ptr" in before, name
         assert "tl.load(stop_ptr" not in before, name
+
+
+class _GridRecorder:
+    """Stands in for a jitted kernel: records the launch grid, runs nothing."""
+
+    def __init__(self, grids):
+        self.grids = grids
+
+    def __getitem__(self, grid):
+        self.grids.append(tuple(grid))
+        return lambda *args, **kwargs: None
+
+
+@pytest.mark.parametrize("bsz", [1, 64, 20_000])
+def test_launch_grids_fit_cuda_axis_limits(cv, monkeypatch, bsz):
+    """CUDA allows 2^31-1 programs on grid axis 0 but 65,535 on axes 1 and 2. Session 9's
+    (slices, rows) grids put D*B rows on axis 1: kernel_bench's sampling distribution check
+    (200,000 requests x 4 rows) failed on the H200 with "invalid argument" (session 10)."""
+    import torch
+
+    grids = []
+    for name in ("_greedy_rows_kernel", "_greedy_chain_kernel", "_sample_stats_kernel",
+                 "_sample_chain_kernel"):
+        monkeypatch.setattr(cv, name, _GridRecorder(grids))
+    d, v = 4, 128256
+    logits = torch.empty(1, v, dtype=torch.bfloat16).expand(bsz * d, v)  # no memory: only shapes
+    cand = torch.zeros(bsz, d, dtype=torch.int64)
+    coins, coins_final = torch.rand(bsz, d), torch.rand(bsz)
+    cv.chain_verify_greedy(logits, cand)
+    cv.chain_verify_greedy(logits, cand, schedule="chain")
+    cv.chain_verify_sampling(logits, cand, coins, coins_final, temperatures=0.7, top_ps=0.9)
+    assert len(grids) == 4
+    for grid in grids:
+        assert grid[0] <= 2**31 - 1 and all(g <= 65_535 for g in grid[1:]), grid

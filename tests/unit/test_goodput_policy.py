@@ -339,6 +339,41 @@ def test_floor_is_the_slowest_measured_smaller_step_count():
     assert table.floor(b, 3) == pytest.approx(0.030)
 
 
+def fill_cells(table, bs, cells):
+    """cells: {k: (ms, samples)}, merged in one sync."""
+    for k, (ms, n) in cells.items():
+        for _ in range(n):
+            table.record(bs, k, ms / 1000)
+    table.sync(lambda v: v)
+
+
+def test_a_longer_chain_measured_faster_caps_the_shorter_ones():
+    """GPU, session 10 (dial 0.7; 2026-11-30-s10-goodput-dial-0.7.json): the final table
+    held k=2 at 29.9 ms and k=3 at 17.8 ms for 33-64 requests, k=2 at 10.0 and k=3 at 9.7
+    for 9-16. As the floor under k=3, k=2's stalled samples priced k=3 at k=2's time. Stalls
+    only slow a step, so the shorter chain's reading is the wrong one: k=3's caps it."""
+    table = StepTimeTable(max_steps=3)
+    b = bucket_of(16)
+    fill_cells(table, 16, {0: (4.95, 30), 1: (7.9, 30), 2: (29.9, 7), 3: (9.7, 30)})
+    assert table.settled(b, 2) == pytest.approx(0.0097)
+    assert table.floor(b, 3) == pytest.approx(0.0097)
+    assert table.settled(b, 1) == pytest.approx(0.0079)  # below every longer chain: its own
+    # a longer chain with too few samples caps nothing (one lucky sample is not evidence)
+    fill_cells(table, 64, {0: (5.9, 30), 2: (16.0, 30), 3: (12.0, 2)})
+    assert table.settled(bucket_of(64), 2) == pytest.approx(0.016)
+
+
+def test_drafts_where_the_longest_chain_wins_although_a_shorter_cell_is_stalled():
+    ctl = make_ctl()
+    pol = ctl.policy
+    fill_cells(pol.table, 16, {0: (4.95, 30), 1: (7.9, 30), 2: (29.9, 7), 3: (9.7, 30)})
+    acc = AcceptanceStats()
+    for _ in range(50):  # 0.7 per position: c correct drafts w.p. 0.3, 0.21, 0.147, 0.343
+        acc.observe(3, [0] * 30 + [1] * 21 + [2] * 15 + [3] * 34)
+    pol._decisions = 1  # away from the explore interval: the cost model's choice
+    assert pol.decide(LoadSnapshot(running=16), acc).steps == 3
+
+
 def simulate_waves(ctl, bs, p, waves, wave_len, prefill_s, rng, notify_extend=True):
     """Closed-loop waves as the GPU sweeps run them: every `wave_len` decode steps the batch's
     requests are replaced, a prefill runs, and its GPU time lands in the wall time of the
