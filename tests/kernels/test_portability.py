@@ -89,3 +89,17 @@ def test_launch_grids_fit_cuda_axis_limits(cv, monkeypatch, bsz):
     assert len(grids) == 4
     for grid in grids:
         assert grid[0] <= 2**31 - 1 and all(g <= 65_535 for g in grid[1:]), grid
+
+
+def test_wrapper_cost_benchmark_runs_against_a_baseline(capsys):
+    """benchmarks/wrapper_cost.py (the README's host-time numbers) times the wrappers of a past
+    commit and of the working tree side by side; a bad revision is one line and exit 2."""
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    try:
+        import wrapper_cost
+    finally:
+        sys.path.pop(0)
+    assert wrapper_cost.main(["--bs", "2", "--baseline", "HEAD"]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip().endswith(" us")]
+    assert len(lines) == 6 and all(float(ln.split()[-2]) > 0 for ln in lines)
+    assert wrapper_cost.main(["--baseline", "no-such-revision"]) == 2
