@@ -789,24 +789,29 @@ def _sync_buffers(device: torch.device, batch: int) -> Tuple[torch.Tensor, torch
 _scratch_state: Dict[Tuple, torch.Tensor] = {}
 
 
-def _scratch(device: torch.device, name: str, numel: int, dtype: torch.dtype) -> torch.Tensor:
-    """A work buffer of at least ``numel`` elements, kept per (device, stream, name) between
-    calls instead of allocated in each (the wrappers' host time is the calls' cost at small
-    batches). Safe because calls on one stream run in order: the next call's kernels start
-    after the last one's finished. Under CUDA graph capture a fresh tensor (the graph's pool
-    keeps it), since a kept buffer could be replaced by a larger one after the capture."""
+def _work_buffers(device: torch.device, *specs: Tuple[str, int, torch.dtype]) -> list:
+    """One work buffer per (name, elements, dtype), each at least that large (the kernels get
+    pointers only), kept per (device, stream, name) between calls instead of allocated in each:
+    at small batches a call costs its host time. Safe because calls on one stream run in
+    order: the next call's kernels start after the last one's finished. Under CUDA graph
+    capture fresh tensors (the graph's pool keeps them), since a kept buffer could be replaced
+    by a larger one after the capture."""
     if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-        return torch.empty(numel, dtype=dtype, device=device)
-    key = _stream_key(device) + (name,)
-    buf = _scratch_state.get(key)
-    if buf is None or buf.numel() < numel or buf.dtype != dtype:
-        with _state_lock:
-            buf = _scratch_state.get(key)
-            if buf is None or buf.numel() < numel or buf.dtype != dtype:
-                grown = 0 if buf is None or buf.dtype != dtype else 2 * buf.numel()
-                buf = torch.empty(max(numel, grown), dtype=dtype, device=device)
-                _scratch_state[key] = buf
-    return buf[:numel]
+        return [torch.empty(numel, dtype=dtype, device=device) for _, numel, dtype in specs]
+    stream = _stream_key(device)
+    out = []
+    for name, numel, dtype in specs:
+        key = (stream, name)
+        buf = _scratch_state.get(key)
+        if buf is None or buf.numel() < numel or buf.dtype != dtype:
+            with _state_lock:
+                buf = _scratch_state.get(key)
+                if buf is None or buf.numel() < numel or buf.dtype != dtype:
+                    grown = 0 if buf is None or buf.dtype != dtype else 2 * buf.numel()
+                    buf = torch.empty(max(numel, grown), dtype=dtype, device=device)
+                    _scratch_state[key] = buf
+        out.append(buf)
+    return out
 
 
 def _num_sms(device: torch.device) -> int:
@@ -925,8 +930,8 @@ def chain_verify_greedy(
                                        block_size, num_slices, num_warps or 4, lanes,
                                        programs_per_sm, schedule)
     counter, stop = _sync_buffers(device, bsz)
-    part_key = _scratch(device, "greedy_part_key", bsz * ns * d, torch.int32)
-    part_idx = _scratch(device, "greedy_part_idx", bsz * ns * d, torch.int32)
+    part_key, part_idx = _work_buffers(device, ("greedy_part_key", bsz * ns * d, torch.int32),
+                                       ("greedy_part_idx", bsz * ns * d, torch.int32))
     args = (logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
             predicts, accept_index, accept_token_num,
             accept_lens if accept_lens is not None else accept_token_num,
@@ -1009,7 +1014,6 @@ def chain_verify_sampling(
                                                         accept_token_num)
     if bsz == 0:
         return predicts, accept_index, accept_token_num
-    tile_asked = (block_size, lanes)  # the split first pass tiles the same when asked
     coins = coins.reshape(bsz, -1)
     if coins.shape[1] < d - 1 or coins.dtype != torch.float32:
         raise ValueError("coins must be float32 [B, D] (column j decides draft j+1)")
@@ -1028,33 +1032,22 @@ def chain_verify_sampling(
         dprob, sqb, sqs = draft_probs, draft_probs.stride(0), draft_probs.stride(1)
     else:
         dprob, sqb, sqs = coins_final, 0, 0  # never read
-    # one program per row, 8 warps: faster than 4 at every point of the H200 launch sweeps
-    # (2026-11-30-s10-kernels-bs64.json: 127 vs 185 us at B = 1, k = 3; 724 vs 1,201 us at
-    # B = 64, k = 3; 1,314 vs 2,017 us at B = 256, k = 7, where session 9 still used 4)
-    if num_warps is None:
-        num_warps = 8
-    # 2 vectors per thread: no register spills on sm_90 with every option on (4 vectors: 255
-    # registers and spills; with 8 warps that launch failed on the H200, session 7,
-    # cudaErrorInvalidAddressSpace on 256 rows of N(0,1) logits), and the faster tile in the
-    # H200 launch sweep: 133 vs 145 us at one request (8 warps), 1,186 vs 1,340 us at 64 (4 warps)
-    block_size, u, lanes = _tile(block_size, num_warps, logits.element_size(), lanes, v, vectors=2)
     if cap & (cap - 1) or cap < 16:
         raise ValueError("cap must be a power of two >= 16")
-    ci = min(32, cap)
-    counter, stop = _sync_buffers(device, bsz)
-    row_tok = _scratch(device, "sample_row_tok", bsz * d, torch.int32)
-    buf_k = _scratch(device, "sample_buf_k", bsz * d * cap, torch.int32)
-    buf_v = _scratch(device, "sample_buf_v", bsz * d * cap, torch.float32)
-    dummy_f = coins_final
-    thr_acc = max(float(threshold_acc), 1e-9)
     if split_stats is not None and split_stats < 0:
         raise ValueError("split_stats must be >= 0")
-    ns, stats = 0, dummy_f
-    if split_stats != 0:
-        s_block, s_u, s_lanes = _tile(tile_asked[0], 4, logits.element_size(), tile_asked[1], v,
-                                      vectors=2)
-        s_len, ns = _slice_plan(split_stats, bsz * d, v, s_block, _num_sms(device))
-        stats = _scratch(device, "sample_stats", bsz * d * ns * 4, torch.float32)
+    plan = _sampling_plan(bsz, d, v, logits.element_size(), _num_sms(device), block_size,
+                          num_warps or 8, lanes, split_stats)
+    u, lanes, num_warps, ns, s_len, s_u, s_lanes = plan
+    counter, stop = _sync_buffers(device, bsz)
+    row_tok, buf_k, buf_v, stats = _work_buffers(
+        device, ("sample_row_tok", bsz * d, torch.int32),
+        ("sample_buf_k", bsz * d * cap, torch.int32),
+        ("sample_buf_v", bsz * d * cap, torch.float32),
+        ("sample_stats", max(1, bsz * d * ns * 4), torch.float32))
+    dummy_f = coins_final
+    thr_acc = max(float(threshold_acc), 1e-9)
+    if ns > 0:
         _sample_stats_kernel[(ns * d * bsz,)](
             logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
             temps if temps is not None else dummy_f, stats, bsz, v, s_len, d, ns,
@@ -1074,10 +1067,31 @@ def chain_verify_sampling(
         bsz, v, float(threshold_single), thr_acc, d, max(ns, 1),
         D_P2=_p2(d, _D_P2_MIN), HAS_TEMP=temps is not None, HAS_TOPK=tks is not None,
         HAS_TOPP=tps is not None, HAS_MINP=mps is not None, CLASSIC=classic,
-        WRITE_LENS=accept_lens is not None, U=u, S=lanes, CAP=cap, CI=ci,
+        WRITE_LENS=accept_lens is not None, U=u, S=lanes, CAP=cap, CI=min(32, cap),
         STATS=ns > 0, NS_P2=_MAX_SLICES, num_warps=num_warps,
     )
     return predicts, accept_index, accept_token_num
+
+
+@functools.lru_cache(maxsize=4096)
+def _sampling_plan(bsz, d, v, elem_size, sms, block_size, num_warps, lanes, split_stats):
+    """(U, S, warps, stats slices (0: first pass inline), stats slice length, stats U, stats S)
+    of one sampling launch shape; cached like `_greedy_plan`.
+
+    One program per row, 8 warps by default: faster than 4 at every point of the H200 launch
+    sweeps (2026-11-30-s10-kernels-bs64.json: 127 vs 185 us at B = 1, k = 3; 724 vs 1,201 us
+    at B = 64, k = 3; 1,314 vs 2,017 us at B = 256, k = 7, where session 9 still used 4).
+    2 vectors per thread: no register spills on sm_90 with every option on (4 vectors: 255
+    registers and spills; with 8 warps that launch failed on the H200, session 7,
+    cudaErrorInvalidAddressSpace on 256 rows of N(0,1) logits), and the faster tile in the
+    H200 launch sweep: 133 vs 145 us at one request (8 warps), 1,186 vs 1,340 us at 64 (4
+    warps). The split first pass tiles as asked, with 4 warps."""
+    _, u, s = _tile(block_size, num_warps, elem_size, lanes, v, vectors=2)
+    ns, s_len, s_u, s_lanes = 0, 0, 1, 1
+    if split_stats != 0:
+        s_block, s_u, s_lanes = _tile(block_size, 4, elem_size, lanes, v, vectors=2)
+        s_len, ns = _slice_plan(split_stats, bsz * d, v, s_block, sms)
+    return u, s, num_warps, ns, s_len, s_u, s_lanes
 
 
 def _slice_plan(num_slices: Optional[int], rows: int, v: int, block: int, sms: int,
