@@ -17,7 +17,8 @@ never needed.  Both kernels skip them (a per-request "stop" flag set with ``atom
 before a row is started), and a per-request arrival counter lets the last program of a request
 write the outputs (one launch, no grid-wide barrier, no spin-waits, so the same code runs under
 ``TRITON_INTERPRET=1``).  The counter and the flag live in small per-(device, stream) buffers
-that the last program resets, so a call costs no memset.
+that the last program resets, so a call costs no memset; the kernels' work buffers are kept per
+stream too, and launch plans are cached per shape (at small batches a call costs its host time).
 
 Greedy (``chain_verify_greedy``): grid (D*B*NS,), rows j-major.  Program (row, s) scans vocab
 slice s of one row with a lane-wise running (max, first index) -- ties resolve to the first
