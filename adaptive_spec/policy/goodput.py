@@ -215,13 +215,18 @@ class StepTimeTable:
                 return self.mean[i0] * max(1.0, t_b / self.mean[ib0])
         return 0.0
 
-    def snapshot(self) -> dict:
+    def snapshot(self, samples: bool = False) -> dict:
+        """{batch bucket: {k: mean ms}} of the measured cells, or their sample counts."""
         out = {}
         for b in range(MAX_BUCKET_EXP + 1):
-            row = {str(k): round(1000 * self.mean[self._i(b, k)], 3) for k in range(self.max_steps + 1) if self.count[self._i(b, k)] > 0}
+            row = {}
+            for k in range(self.max_steps + 1):
+                i = self._i(b, k)
+                if self.count[i] > 0:
+                    row[str(k)] = round(self.count[i], 1) if samples else round(1000 * self.mean[i], 3)
             if row:
                 out[str(2**b)] = row
-        return out  # {batch bucket: {k: ms}}
+        return out
 
 
 def _trimmed(values: Iterable[float], factor: float = 2.5) -> list[float]:
@@ -431,4 +436,8 @@ class GoodputPolicy:
         return self._decisions - last >= gap
 
     def describe(self) -> dict:
-        return {"step_ms": self.table.snapshot(), "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in enumerate(self._last_goodput)}}
+        # the sample counts tell a filled cell from one whose probes keep losing samples (session
+        # 10's table had the means only: whether 33-64 requests' k = 1, 2 bounded 128's probes
+        # could not be read from it)
+        return {"step_ms": self.table.snapshot(), "step_samples": self.table.snapshot(samples=True),
+                "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in enumerate(self._last_goodput)}}

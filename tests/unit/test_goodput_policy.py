@@ -608,3 +608,13 @@ def test_probes_are_told_apart_from_choices():
     # every drafting step at a bucket where k=0 wins is a probe's, never a choice
     assert all(d.reason == "probe" for d in decisions[100:] if d.steps > 0)
     assert {d.reason for d in decisions} <= {"probe", "cost_model"}
+
+
+def test_the_status_shows_each_cells_sample_count_next_to_its_time():
+    """Session 10's final table had the means only: whether a cell was filled (and so bounded
+    the probes of a larger batch) could not be read from a GPU run's status."""
+    ctl = make_ctl()
+    fill_cells(ctl.policy.table, 40, {0: (6.0, 9), 2: (20.0, 4)})
+    described = ctl.policy.describe()
+    assert described["step_ms"]["64"] == {"0": 6.0, "2": 20.0}
+    assert described["step_samples"]["64"] == {"0": 9.0, "2": 4.0}
