@@ -148,6 +148,9 @@ class Controller:
         # a rare wait for the GIL (the GPU sweeps' servers read a 77-84 us mean)
         self.recent_decide_s: deque = deque(maxlen=1024)
         self.recent_decide_cpu_s: deque = deque(maxlen=256)  # sampled: CPU_SAMPLE_EVERY
+        # ... and of the policy's own decide inside it: the GPU servers read 41 us of CPU per
+        # decision (session 10) where the policy's start-up selftest reads 3.7 us
+        self.recent_policy_cpu_s: deque = deque(maxlen=256)
         self.decision_count = 0
         self.decision_digest = 0  # crc32 of every chosen step count, in order; never reset
         self.log = DecisionLog(cfg.log_decisions)
@@ -223,7 +226,10 @@ class Controller:
             try:
                 if self.fault == ("policy", self.decision_count + 1):
                     raise RuntimeError(f"injected fault ({FAULT_ENV})")
+                policy0 = time.thread_time() if cpu0 is not None else None
                 decision = self.policy.decide(snap, self.acceptance)
+                if policy0 is not None:
+                    self.recent_policy_cpu_s.append(time.thread_time() - policy0)
                 if not 0 <= decision.steps <= self.cfg.max_steps:
                     raise ValueError(f"policy chose {decision.steps} steps (allowed 0..{self.cfg.max_steps})")
             except Exception as exc:
@@ -273,6 +279,7 @@ class Controller:
         self.decide_seconds = 0.0
         self.recent_decide_s.clear()
         self.recent_decide_cpu_s.clear()
+        self.recent_policy_cpu_s.clear()
 
     def note_mode(self, mode: str) -> None:
         """How the worker ran the step (off / catchup / on); see hooks_offpath."""
@@ -325,6 +332,7 @@ class Controller:
             "decide_us_mean": 1e6 * self.decide_seconds / max(1, sum(self.steps_histogram.values())),
             **_decide_percentiles(self.recent_decide_s),
             **_decide_percentiles(self.recent_decide_cpu_s, "decide_cpu_us"),
+            **_decide_percentiles(self.recent_policy_cpu_s, "decide_policy_cpu_us"),
             "decide_selftest": self.selftest,
             "cost_model": self.policy.describe() if hasattr(self.policy, "describe") else None,
         }

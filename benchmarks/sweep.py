@@ -1038,7 +1038,8 @@ class Sweep:
             self.systems_info[sp.name]["final_status"] = lg.status_ranks(obj, (
                 "cost_model", "acceptance", "decisions", "steps_histogram", "step_modes", "reentry",
                 "switches", "decide_us_mean", "decide_us_p50", "decide_us_p99", "decide_cpu_us_p50",
-                "decide_cpu_us_p99", "decide_selftest", "rank_check", "fallback"))
+                "decide_cpu_us_p99", "decide_policy_cpu_us_p50", "decide_policy_cpu_us_p99",
+                "decide_selftest", "rank_check", "fallback"))
 
     async def _scrape_metrics(self, sp: ServerProcess, label: str) -> None:
         """Append the server's adaptive-spec and speculative series from /metrics (once per

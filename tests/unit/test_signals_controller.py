@@ -157,12 +157,19 @@ def test_every_sixteenth_decision_also_reads_the_threads_cpu_time():
     for _ in range(3 * controller.CPU_SAMPLE_EVERY):
         ctl.decide(batch_size=4)
     assert len(ctl.recent_decide_cpu_s) == 3 and all(t >= 0 for t in ctl.recent_decide_cpu_s)
+    # the policy's share is read on the same decisions (session 10: 41 us per decision on the
+    # server vs the policy's 3.7 us selftest; the split says which part is slow)
+    assert len(ctl.recent_policy_cpu_s) == 3
     ctl.recent_decide_cpu_s.clear()
     ctl.recent_decide_cpu_s.extend([4e-6, 5e-6, 6e-6])
+    ctl.recent_policy_cpu_s.clear()
+    ctl.recent_policy_cpu_s.extend([1e-6, 2e-6, 3e-6])
     st = ctl.status()
     assert st["decide_cpu_us_p50"] == 5.0 and st["decide_cpu_us_p99"] == 6.0
+    assert st["decide_policy_cpu_us_p50"] == 2.0
     ctl.reset_stats()
     assert "decide_cpu_us_p50" not in ctl.status()
+    assert "decide_policy_cpu_us_p50" not in ctl.status()
 
 
 def test_per_position_counts_equal_the_per_request_reference():
