@@ -763,7 +763,7 @@ def _sample_chain_kernel(
 # --------------------------------------------------------------------------------------------
 
 _state_lock = threading.Lock()
-_sync_state: Dict[Tuple, Tuple[torch.Tensor, torch.Tensor]] = {}
+_kept: Dict[Tuple, torch.Tensor] = {}  # (device, stream, name) -> buffer
 _sm_count: Dict[Tuple, int] = {}
 
 
@@ -773,46 +773,42 @@ def _stream_key(device: torch.device) -> Tuple:
     return (device.type, device.index, 0)
 
 
-def _sync_buffers(device: torch.device, batch: int) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Per-(device, stream) arrival counters (0) and stop flags (BIG); the kernels reset the
-    entries they use, so the buffers are only (re)initialised when they grow."""
-    key = _stream_key(device)
-    with _state_lock:
-        buf = _sync_state.get(key)
-        if buf is None or buf[0].numel() < batch:
-            n = max(batch, 256, 0 if buf is None else 2 * buf[0].numel())
-            buf = (torch.zeros(n, dtype=torch.int32, device=device),
-                   torch.full((n,), _BIG_PY, dtype=torch.int32, device=device))
-            _sync_state[key] = buf
-    return buf
-
-
-_scratch_state: Dict[Tuple, torch.Tensor] = {}
-
-
-def _work_buffers(device: torch.device, *specs: Tuple[str, int, torch.dtype]) -> list:
-    """One work buffer per (name, elements, dtype), each at least that large (the kernels get
+def _kept_buffers(device: torch.device, *specs: Tuple[str, int, torch.dtype, Optional[int]]) -> list:
+    """One buffer per (name, elements, dtype, fill), each at least that large (the kernels get
     pointers only), kept per (device, stream, name) between calls instead of allocated in each:
-    at small batches a call costs its host time. Safe because calls on one stream run in
-    order: the next call's kernels start after the last one's finished. Under CUDA graph
-    capture fresh tensors (the graph's pool keeps them), since a kept buffer could be replaced
-    by a larger one after the capture."""
+    at small batches a call costs its host time. `fill` None: uninitialised work space; else
+    the value a new buffer starts with (the arrival counters' 0, the stop flags' BIG: the
+    kernels reset the entries they use, so no call needs a memset). Safe because calls on one
+    stream run in order: the next call's kernels start after the last one's finished. Under
+    CUDA graph capture fresh tensors (the graph's pool keeps them, the capture records their
+    fills), since a kept buffer could be replaced by a larger one after the capture."""
     if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-        return [torch.empty(numel, dtype=dtype, device=device) for _, numel, dtype in specs]
+        return [_new_buffer(numel, dtype, fill, device) for _, numel, dtype, fill in specs]
     stream = _stream_key(device)
     out = []
-    for name, numel, dtype in specs:
+    for name, numel, dtype, fill in specs:
         key = (stream, name)
-        buf = _scratch_state.get(key)
+        buf = _kept.get(key)
         if buf is None or buf.numel() < numel or buf.dtype != dtype:
             with _state_lock:
-                buf = _scratch_state.get(key)
+                buf = _kept.get(key)
                 if buf is None or buf.numel() < numel or buf.dtype != dtype:
                     grown = 0 if buf is None or buf.dtype != dtype else 2 * buf.numel()
-                    buf = torch.empty(max(numel, grown), dtype=dtype, device=device)
-                    _scratch_state[key] = buf
+                    buf = _kept[key] = _new_buffer(max(numel, grown), dtype, fill, device)
         out.append(buf)
     return out
+
+
+def _new_buffer(numel: int, dtype: torch.dtype, fill: Optional[int], device: torch.device):
+    if fill is None:
+        return torch.empty(numel, dtype=dtype, device=device)
+    return torch.full((numel,), fill, dtype=dtype, device=device)
+
+
+def _sync_specs(batch: int) -> Tuple:
+    """Per-request arrival counters (0) and stop flags (BIG), for `_kept_buffers`."""
+    n = max(batch, 256)
+    return (("arrivals", n, torch.int32, 0), ("stop_flags", n, torch.int32, _BIG_PY))
 
 
 def _num_sms(device: torch.device) -> int:
@@ -930,9 +926,9 @@ def chain_verify_greedy(
     slice_len, ns, meta = _greedy_plan(bsz, d, v, logits.element_size(), _num_sms(device),
                                        block_size, num_slices, num_warps or 4, lanes,
                                        programs_per_sm, schedule)
-    counter, stop = _sync_buffers(device, bsz)
-    part_key, part_idx = _work_buffers(device, ("greedy_part_key", bsz * ns * d, torch.int32),
-                                       ("greedy_part_idx", bsz * ns * d, torch.int32))
+    counter, stop, part_key, part_idx = _kept_buffers(
+        device, *_sync_specs(bsz), ("greedy_part_key", bsz * ns * d, torch.int32, None),
+        ("greedy_part_idx", bsz * ns * d, torch.int32, None))
     args = (logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
             predicts, accept_index, accept_token_num,
             accept_lens if accept_lens is not None else accept_token_num,
@@ -1040,12 +1036,11 @@ def chain_verify_sampling(
     plan = _sampling_plan(bsz, d, v, logits.element_size(), _num_sms(device), block_size,
                           num_warps or 8, lanes, split_stats)
     u, lanes, num_warps, ns, s_len, s_u, s_lanes = plan
-    counter, stop = _sync_buffers(device, bsz)
-    row_tok, buf_k, buf_v, stats = _work_buffers(
-        device, ("sample_row_tok", bsz * d, torch.int32),
-        ("sample_buf_k", bsz * d * cap, torch.int32),
-        ("sample_buf_v", bsz * d * cap, torch.float32),
-        ("sample_stats", max(1, bsz * d * ns * 4), torch.float32))
+    counter, stop, row_tok, buf_k, buf_v, stats = _kept_buffers(
+        device, *_sync_specs(bsz), ("sample_row_tok", bsz * d, torch.int32, None),
+        ("sample_buf_k", bsz * d * cap, torch.int32, None),
+        ("sample_buf_v", bsz * d * cap, torch.float32, None),
+        ("sample_stats", max(1, bsz * d * ns * 4), torch.float32, None))
     dummy_f = coins_final
     thr_acc = max(float(threshold_acc), 1e-9)
     if ns > 0:

@@ -3,7 +3,7 @@
 # call_s6.sh d (results 2026-11-30-s10-*); what it built afterwards has not run on a GPU:
 #   k  (~2 min) the kernels after session 10's host-path work (plain-integer launch
 #      arithmetic, cached launch plans, kept scratch buffers: the wrapper's host time fell
-#      from 28 to 9 us on the 2-core CPU, wrapper_cost.py) and the one-axis grids (the sampling
+#      from 29 to 9 us on the 2-core CPU, wrapper_cost.py) and the one-axis grids (the sampling
 #      distribution check's 800,000 rows failed with "invalid argument" on the (slices, rows)
 #      grid): B = 1, 16, 64, 256, k = 3, checks on, every row also timed from a CUDA graph
 #      (us_graph: GPU time without host launch cost), both GPUs' halves of the grid in parallel.
