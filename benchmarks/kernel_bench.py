@@ -467,6 +467,8 @@ def main(argv=None):
                     f"triton {triton.__version__}, {platform.node()}"),
         "sglang_version": sglang_version,
         "command": "python benchmarks/kernel_bench.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "launch": (f"Triton kernels launched {cv.launch_mode()} (ADAPTIVE_SPEC_TRITON_LAUNCH); "
+                   f"top-p alone: {cv.DEFAULT_TOP_P_METHOD}"),
         "timing": ("CUDA events per call, calls back to back after warm-up; median / p90"
                    + ("; us_graph: per call, 20 calls replayed from one CUDA graph (median of 5)"
                       if args.graph_timing else "")),
@@ -617,8 +619,12 @@ def main(argv=None):
                 continue
 
             def s_compare(outs):
+                # top-p alone draws its residual token by rejection (the same distribution, a
+                # different token for the same coin): compare the decisions on their own too
+                same_n = (outs["triton"][2].cpu() == outs["sglang"][2].cpu()).float().mean()
                 return dict(agree_with_sglang_same_coins=round(
-                    _agree_frac(outs["triton"], outs["sglang"], bsz, d), 4))
+                    _agree_frac(outs["triton"], outs["sglang"], bsz, d), 4),
+                    same_accepted_count_as_sglang=round(float(same_n), 4))
 
             calls = {}
             for impl in ("sglang", "triton"):

@@ -75,6 +75,8 @@ import torch
 import triton
 import triton.language as tl
 
+from .launch import DirectLauncher, launch_mode  # noqa: F401 (launch_mode: kernel_bench)
+
 _BIG_PY = 1 << 30
 _BIG = tl.constexpr(_BIG_PY)  # "no index" / "no stop" sentinel (fits int32)
 _INT_MAX = 2147483647
@@ -490,14 +492,15 @@ def _residual_sum(rowp, invT, m, V, tau, minp, inv_ek, qrow,
 
 
 @triton.jit
-def _scan(rowp, invT, m, V, tau, minp, d_excl, inv_ek, qrow, t,
+def _scan(rowp, invT, m, V, tau, minp, d_excl, inv_ek, qrow, t, start0, carry0,
           USE_MINP: tl.constexpr, RESID_Q: tl.constexpr, BLOCK: tl.constexpr):
-    """First index (vocab order) whose running residual weight exceeds t."""
+    """First index (vocab order) whose running residual weight exceeds t, walking from
+    ``start0`` with ``carry0`` the weight before it (0, 0: the whole row)."""
     offs = tl.arange(0, BLOCK)
-    carry = tl.cast(0.0, tl.float32)
+    carry = tl.cast(carry0, tl.float32)
     tok = tl.cast(-1, tl.int32)
     lastpos = tl.cast(-1, tl.int32)
-    start = tl.cast(0, tl.int32)
+    start = tl.cast(start0, tl.int32)
     while (tok < 0) & (start < V):
         idx = start + offs
         msk = idx < V
@@ -586,13 +589,22 @@ def _sample_stats_kernel(
 
 
 @triton.jit
-def _combine_stats(stats_ptr, row, NS, NS_P2: tl.constexpr):
-    """(m, z, mass above the draft, count above the draft) of a whole row from its slices."""
+def _slice_max_and_sum(stats_ptr, row, NS, NS_P2: tl.constexpr):
+    """(slice index, max, sum exp(x - slice max)) of a row's vocab slices (split stats)."""
     sl = tl.arange(0, NS_P2)
     smask = sl < NS
     base = stats_ptr + (row.to(tl.int64) * NS + sl) * 4
     ms = tl.load(base, mask=smask, other=float("-inf"))
     zs = tl.load(base + 1, mask=smask, other=0.0)
+    return sl, ms, zs
+
+
+@triton.jit
+def _combine_stats(stats_ptr, row, NS, NS_P2: tl.constexpr):
+    """(m, z, mass above the draft, count above the draft) of a whole row from its slices."""
+    sl, ms, zs = _slice_max_and_sum(stats_ptr, row, NS, NS_P2)
+    smask = sl < NS
+    base = stats_ptr + (row.to(tl.int64) * NS + sl) * 4
     as_ = tl.load(base + 2, mask=smask, other=0.0)
     ns = tl.load(base + 3, mask=smask, other=0.0)
     m = tl.max(ms, axis=0)
@@ -601,13 +613,81 @@ def _combine_stats(stats_ptr, row, NS, NS_P2: tl.constexpr):
 
 
 @triton.jit
+def _scan_start(stats_ptr, row, NS, SLICE, m, d_excl, ed, target, NS_P2: tl.constexpr):
+    """(start, carry) for `_scan` from the split stats: the first vocab slice whose running
+    mass (exp(x - m), token ``d_excl`` taken out of its slice) passes ``target``, and the
+    mass before it; (0, 0) if rounding leaves no slice."""
+    sl, ms, zs = _slice_max_and_sum(stats_ptr, row, NS, NS_P2)
+    w = tl.where(ms == float("-inf"), 0.0, zs * tl.exp(ms - m))
+    w = tl.where((d_excl >= 0) & (sl == d_excl // SLICE), tl.maximum(w - ed, 0.0), w)
+    cs = tl.cumsum(w, axis=0)
+    first = tl.min(tl.where((sl < NS) & (cs > target), sl, NS_P2), axis=0)
+    carry = tl.sum(tl.where(sl < first, w, 0.0), axis=0)
+    found = first < NS
+    return tl.where(found, first * SLICE, 0), tl.where(found, carry, 0.0)
+
+
+@triton.jit
+def _top_p_by_rejection(rowp, invT, m, z, V, topp, d, dval, ed, a_d, pd, coin, u0, seed,
+                        thr_single, thr_acc, stats_ptr, row, NS, SLICE, STATS: tl.constexpr,
+                        NS_P2: tl.constexpr, U: tl.constexpr, S: tl.constexpr,
+                        MAXTRY: tl.constexpr):
+    """Top-p (alone) without the nucleus threshold, for a row whose draft is not accepted on
+    the fast path: (decided, token, fresh uniform).
+
+    The nucleus is the set of tokens t whose mass above them, F(t) = sum exp(x - m) over the
+    tokens with a larger key, is < top_p * z (the same set `_search` finds: t is kept iff its
+    key >= tau).  A kept draft has p'(d) = p(d) z / e_kept in [p(d), p(d) / top_p], so the
+    rejection is certain when the coin is above p(d) / top_p (and a draft outside the nucleus
+    is always rejected); otherwise (a band of probability ~ p(d) (1 / top_p - 1)) decided is
+    0 and the caller takes the exact path.  When decided, the residual token (kept tokens but
+    the draft, weights exp(x - m)) is drawn by rejection: draw from all tokens but the draft
+    (one scan, started in the right vocab slice from the split stats), keep the draw if it is
+    in the nucleus (one pass for F), else draw again with a Philox uniform; the accepted draw
+    is exactly distributed as the renormalised nucleus.  Each draw lands in the nucleus with
+    probability >= (top_p z - e_d) / (z - e_d), ~top_p for the bonus row.  Two passes instead
+    of the threshold search's ~10-16; the token differs from SGLang's for the same coin
+    (inverse CDF of the renormalised nucleus) but has the same distribution.  token < 0: all
+    MAXTRY draws missed; the caller then samples exactly with the fresh uniform (the first one
+    is no longer uniform once its draw was rejected)."""
+    BLOCK: tl.constexpr = U * S
+    kept_d = dval & (a_d < topp * z)
+    hi = tl.where(kept_d, pd / topp, 0.0)
+    decided = (coin > hi / thr_acc) & (hi < thr_single)
+    tok = tl.cast(-1, tl.int32)
+    if decided:
+        d_excl = tl.where(dval, d, -1)
+        w_total = z - tl.where(dval, ed, 0.0)
+        u = u0
+        t = tl.cast(0, tl.int32)
+        while (tok < 0) & (t < MAXTRY):
+            if t > 0:
+                u = tl.rand(seed, t)
+            target = u * w_total
+            start = tl.cast(0, tl.int32)
+            carry = tl.cast(0.0, tl.float32)
+            if STATS:
+                start, carry = _scan_start(stats_ptr, row, NS, SLICE, m, d_excl, ed, target,
+                                           NS_P2)
+            c = _scan(rowp, invT, m, V, -2147483647, 0.0, d_excl, 1.0, rowp, target, start,
+                      carry, False, False, BLOCK)
+            xc = tl.load(rowp + c).to(tl.float32) * invT
+            above, _unused = _kept_mass(rowp, invT, m, V, _key(xc) + 1, 0.0, -1, False, U, S)
+            if above < topp * z:
+                tok = c
+            t += 1
+    return decided, tok, tl.rand(seed, tl.cast(MAXTRY, tl.int32))
+
+
+@triton.jit
 def _sample_row(
     logits_ptr, stride_lr, cand_ptr, stride_cb, stride_cs, coins_ptr, stride_ub, stride_us,
     coins_final_ptr, temp_ptr, topk_ptr, topp_ptr, minp_ptr, dprob_ptr, stride_qb, stride_qs,
-    buf_k_ptr, buf_v_ptr, stats_ptr, b, j, V, thr_single, thr_acc, D, NS,
+    buf_k_ptr, buf_v_ptr, stats_ptr, b, j, V, thr_single, thr_acc, D, NS, SLICE,
     HAS_TEMP: tl.constexpr, HAS_TOPK: tl.constexpr, HAS_TOPP: tl.constexpr,
     HAS_MINP: tl.constexpr, CLASSIC: tl.constexpr, U: tl.constexpr, S: tl.constexpr,
     CAP: tl.constexpr, CI: tl.constexpr, STATS: tl.constexpr, NS_P2: tl.constexpr,
+    TOPP_REJECT: tl.constexpr,
 ):
     BLOCK: tl.constexpr = U * S
     row = b * D + j
@@ -662,7 +742,24 @@ def _sample_row(
 
     acc = fast.to(tl.int32)
     tok = tl.cast(0, tl.int32)
-    if acc == 0:
+    exact = acc == 0
+    u = tl.load(coins_final_ptr + b).to(tl.float32)
+    if TOPP_REJECT:
+        go = exact & use_p
+        if HAS_TOPK:
+            go = go & (~use_k)
+        if HAS_MINP:
+            go = go & (~use_mp)
+        if go:
+            seed = u.to(tl.int32, bitcast=True) ^ (row * 1000003)
+            decided, tok_r, u_fresh = _top_p_by_rejection(
+                rowp, invT, m, z, V, topp, d, dval, ed, a_d, pd, coin, u, seed, thr_single,
+                thr_acc, stats_ptr, row, NS, SLICE, STATS, NS_P2, U, S, 4)
+            drawn = decided & (tok_r >= 0)
+            tok = tl.where(drawn, tok_r, tok)
+            exact = exact & (~drawn)
+            u = tl.where(decided & (tok_r < 0), u_fresh, u)
+    if exact:
         # ---- exact kept set
         tau = tl.cast(-2147483647, tl.int32)  # every finite key (and -inf's) is >= this
         e_k = z
@@ -696,35 +793,34 @@ def _sample_row(
             else:
                 acc = ((coin <= ppd / thr_acc) | (ppd >= thr_single)).to(tl.int32)
         if acc == 0:
-            u = tl.load(coins_final_ptr + b).to(tl.float32)
             inv_ek = 1.0 / e_kept
             qrow = dprob_ptr + b.to(tl.int64) * stride_qb + j * stride_qs
             if CLASSIC:
                 if has_draft:
                     r = _residual_sum(rowp, invT, m, V, tau, minp, inv_ek, qrow, HAS_MINP,
                                       U, S)
-                    tok = _scan(rowp, invT, m, V, tau, minp, -1, inv_ek, qrow, u * r,
+                    tok = _scan(rowp, invT, m, V, tau, minp, -1, inv_ek, qrow, u * r, 0, 0.0,
                                 HAS_MINP, True, BLOCK)
                 else:
-                    tok = _scan(rowp, invT, m, V, tau, minp, -1, inv_ek, qrow, u * w_ex,
+                    tok = _scan(rowp, invT, m, V, tau, minp, -1, inv_ek, qrow, u * w_ex, 0, 0.0,
                                 HAS_MINP, False, BLOCK)
             else:
-                tok = _scan(rowp, invT, m, V, tau, minp, d_excl, inv_ek, qrow, u * w_ex,
+                tok = _scan(rowp, invT, m, V, tau, minp, d_excl, inv_ek, qrow, u * w_ex, 0, 0.0,
                             HAS_MINP, False, BLOCK)
     return acc, tok
 
 
-@triton.jit(do_not_specialize=["B", "D", "NS"])
+@triton.jit(do_not_specialize=["B", "D", "NS", "SLICE"])
 def _sample_chain_kernel(
     logits_ptr, stride_lr, cand_ptr, stride_cb, stride_cs, coins_ptr, stride_ub, stride_us,
     coins_final_ptr, temp_ptr, topk_ptr, topp_ptr, minp_ptr, dprob_ptr, stride_qb, stride_qs,
     predicts_ptr, accept_index_ptr, accept_num_ptr, accept_lens_ptr,
     row_tok_ptr, buf_k_ptr, buf_v_ptr, counter_ptr, stop_ptr, stats_ptr,
-    B, V, thr_single, thr_acc, D, NS,
+    B, V, thr_single, thr_acc, D, NS, SLICE,
     D_P2: tl.constexpr, HAS_TEMP: tl.constexpr, HAS_TOPK: tl.constexpr,
     HAS_TOPP: tl.constexpr, HAS_MINP: tl.constexpr, CLASSIC: tl.constexpr,
     WRITE_LENS: tl.constexpr, U: tl.constexpr, S: tl.constexpr, CAP: tl.constexpr,
-    CI: tl.constexpr, STATS: tl.constexpr, NS_P2: tl.constexpr,
+    CI: tl.constexpr, STATS: tl.constexpr, NS_P2: tl.constexpr, TOPP_REJECT: tl.constexpr,
 ):
     pid = tl.program_id(0)
     j = pid // B
@@ -741,7 +837,8 @@ def _sample_chain_kernel(
             stride_us, coins_final_ptr, temp_ptr, topk_ptr, topp_ptr, minp_ptr, dprob_ptr,
             stride_qb, stride_qs, buf_k_ptr + row.to(tl.int64) * CAP,
             buf_v_ptr + row.to(tl.int64) * CAP, stats_ptr, b, j, V, thr_single, thr_acc,
-            D, NS, HAS_TEMP, HAS_TOPK, HAS_TOPP, HAS_MINP, CLASSIC, U, S, CAP, CI, STATS, NS_P2)
+            D, NS, SLICE, HAS_TEMP, HAS_TOPK, HAS_TOPP, HAS_MINP, CLASSIC, U, S, CAP, CI, STATS,
+            NS_P2, TOPP_REJECT)
         tl.store(row_tok_ptr + row, tok)
         if (acc == 0) & (j < D - 1):
             tl.atomic_min(stop_ptr + b, j)
@@ -765,6 +862,13 @@ def _sample_chain_kernel(
 _state_lock = threading.Lock()
 _kept: Dict[Tuple, torch.Tensor] = {}  # (device, stream, name) -> buffer
 _sm_count: Dict[Tuple, int] = {}
+
+
+# each kernel launched through its compiled handle after the first call (kernels/launch.py)
+_launch_greedy_rows = DirectLauncher(_greedy_rows_kernel)
+_launch_greedy_chain = DirectLauncher(_greedy_chain_kernel)
+_launch_sample_stats = DirectLauncher(_sample_stats_kernel)
+_launch_sample_chain = DirectLauncher(_sample_chain_kernel)
 
 
 def _stream_key(device: torch.device) -> Tuple:
@@ -838,6 +942,9 @@ def _p2(n: int, floor: int = 2) -> int:
 # (D <= 8 and up to 64 vocab slices share one greedy kernel).
 _D_P2_MIN = 8
 _MAX_SLICES = 64
+
+# "rejection" or "exact": see chain_verify_sampling's top_p_method
+DEFAULT_TOP_P_METHOD = "rejection"
 
 
 def _check_common(logits: torch.Tensor, candidates: torch.Tensor):
@@ -935,9 +1042,9 @@ def chain_verify_greedy(
             part_key, part_idx, counter, stop, v, slice_len)
     meta = dict(meta, WRITE_LENS=accept_lens is not None)
     if schedule == "rows":
-        _greedy_rows_kernel[(ns * d * bsz,)](*args, bsz, d, ns, **meta)
+        _launch_greedy_rows((ns * d * bsz,), (*args, bsz, d, ns), meta)
     else:
-        _greedy_chain_kernel[(bsz, ns)](*args, d, ns, **meta)
+        _launch_greedy_chain((bsz, ns), (*args, d, ns), meta)
     return predicts, accept_index, accept_token_num
 
 
@@ -986,6 +1093,7 @@ def chain_verify_sampling(
     lanes: Optional[int] = None,
     cap: int = 128,
     split_stats: Optional[int] = None,
+    top_p_method: Optional[str] = None,
 ):
     """Fused temperature / top-k / top-p / min-p + chain speculative sampling.
 
@@ -1000,9 +1108,16 @@ def chain_verify_sampling(
     ``split_stats``: vocab slices per row of the first pass, run as its own launch
     (``_sample_stats_kernel``: few registers, many programs per SM) before the per-row kernel;
     0 reads the first pass inside the per-row kernel (sessions 3-8). Default (None): enough
-    slices for ~8 programs per SM. Since session 9; not yet timed on a GPU (the per-row
-    kernel's passes look latency-bound there: ~3 GB/s per SM at B = 64, k = 3, estimated from
-    the launch sweep's times).
+    slices for ~8 programs per SM (since session 9).
+
+    ``top_p_method`` (default ``DEFAULT_TOP_P_METHOD``, "rejection"): how a request with top-p
+    alone (no top-k, no min-p; target-only acceptance) samples its residual token:
+    "rejection" draws from the whole distribution and redraws until the draw is in the
+    nucleus (`_top_p_by_rejection`: the same distribution, a different token for the same
+    coin); "exact" finds the nucleus threshold first (~10-16 passes over the row; the token is
+    a function of the coins, equal to SGLang's). The acceptance decisions are the same either
+    way. On the H200 the threshold search was ~80% of the top-p time (759 us of GPU time at
+    B = 64, k = 3 against 127 us with temperature only, 2026-11-30-s11-kernels-host-gpu1.json).
     """
     bsz, d = _check_common(logits, candidates)
     v = logits.shape[1]
@@ -1033,6 +1148,9 @@ def chain_verify_sampling(
         raise ValueError("cap must be a power of two >= 16")
     if split_stats is not None and split_stats < 0:
         raise ValueError("split_stats must be >= 0")
+    top_p_method = DEFAULT_TOP_P_METHOD if top_p_method is None else top_p_method
+    if top_p_method not in ("rejection", "exact"):
+        raise ValueError("top_p_method must be 'rejection' or 'exact'")
     plan = _sampling_plan(bsz, d, v, logits.element_size(), _num_sms(device), block_size,
                           num_warps or 8, lanes, split_stats)
     u, lanes, num_warps, ns, s_len, s_u, s_lanes = plan
@@ -1044,12 +1162,13 @@ def chain_verify_sampling(
     dummy_f = coins_final
     thr_acc = max(float(threshold_acc), 1e-9)
     if ns > 0:
-        _sample_stats_kernel[(ns * d * bsz,)](
-            logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
-            temps if temps is not None else dummy_f, stats, bsz, v, s_len, d, ns,
-            HAS_TEMP=temps is not None, WANT_A=tps is not None, WANT_N=tks is not None,
-            U=s_u, S=s_lanes, num_warps=4)
-    _sample_chain_kernel[(d * bsz,)](
+        _launch_sample_stats(
+            (ns * d * bsz,),
+            (logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
+             temps if temps is not None else dummy_f, stats, bsz, v, s_len, d, ns),
+            dict(HAS_TEMP=temps is not None, WANT_A=tps is not None, WANT_N=tks is not None,
+                 U=s_u, S=s_lanes, num_warps=4))
+    _launch_sample_chain((d * bsz,), (
         logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
         coins, coins.stride(0), coins.stride(1), coins_final,
         temps if temps is not None else dummy_f,
@@ -1060,12 +1179,13 @@ def chain_verify_sampling(
         predicts, accept_index, accept_token_num,
         accept_lens if accept_lens is not None else accept_token_num,
         row_tok, buf_k, buf_v, counter, stop, stats,
-        bsz, v, float(threshold_single), thr_acc, d, max(ns, 1),
+        bsz, v, float(threshold_single), thr_acc, d, max(ns, 1), s_len), dict(
         D_P2=_p2(d, _D_P2_MIN), HAS_TEMP=temps is not None, HAS_TOPK=tks is not None,
         HAS_TOPP=tps is not None, HAS_MINP=mps is not None, CLASSIC=classic,
         WRITE_LENS=accept_lens is not None, U=u, S=lanes, CAP=cap, CI=min(32, cap),
-        STATS=ns > 0, NS_P2=_MAX_SLICES, num_warps=num_warps,
-    )
+        STATS=ns > 0, NS_P2=_MAX_SLICES,
+        TOPP_REJECT=top_p_method == "rejection" and tps is not None and not classic,
+        num_warps=num_warps))
     return predicts, accept_index, accept_token_num
 
 

@@ -94,7 +94,8 @@ def main(archs, old=False):
             for stats, suffix in ((True, ""), (False, "-inline")):
                 consts = dict(D_P2=8, HAS_TEMP=True, HAS_TOPK=True, HAS_TOPP=True,
                               HAS_MINP=True, CLASSIC=classic, WRITE_LENS=True, U=u, S=lanes,
-                              CAP=128, CI=32, STATS=stats, NS_P2=64)
+                              CAP=128, CI=32, STATS=stats, NS_P2=64,
+                              TOPP_REJECT=not classic)
                 shared, bad, regs, spills = _compile(cv._sample_chain_kernel,
                                                      dict(samp, logits_ptr=dt), consts, arch, nw)
                 print(json.dumps(dict(arch=arch, kernel=name + suffix, dtype=dt, shared=shared,

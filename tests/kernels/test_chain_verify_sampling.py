@@ -69,9 +69,10 @@ def test_sampling_per_coin_matches_reference(cv, ref, name):
         kw["top_ks"][:2] = torch.tensor([-1, v])  # off
     if cfg.pop("min_ps", None):
         kw["min_ps"] = torch.rand(bsz, generator=g) * 0.2
-    # [4, 8] tiles (4 vectors per lane) in the streaming passes
+    # [4, 8] tiles (4 vectors per lane) in the streaming passes; top-p's exact threshold
+    # (the default rejection draw is tested below)
     out = cv.chain_verify_sampling(logits, cand, coins, cf, **kw, **cfg, block_size=32, lanes=8,
-                                   cap=16)
+                                   cap=16, top_p_method="exact")
     p = ref.renorm_probs_ref(logits, rows_per_request=d, **kw)
     expected = ref.chain_verify_sampling_ref(p, cand, coins, cf, **cfg)
     assert _agreement(out, expected, bsz, d) == bsz
@@ -85,6 +86,35 @@ def test_sampling_per_coin_matches_reference(cv, ref, name):
         assert out[0][b * d:b * d + n].tolist() == cand[b, 1:n + 1].tolist()
     # the batch exercises both acceptance and rejection
     assert 0 < out[2].float().mean() < d - 1
+
+
+def test_top_p_rejection_draw_same_decisions_tokens_in_the_nucleus(cv, ref):
+    """Top-p alone, default method (the residual token drawn by rejection): per coin the same
+    accepted drafts as the reference, every bonus token inside the renormalised nucleus
+    (never a padding token of -inf logits), and the exact method still equals the
+    reference token for token."""
+    bsz, d, v = 24, 4, 150
+    logits, cand, coins, cf, g = _case(bsz, d, v, dtype=torch.float32, seed=31)
+    logits[:, 140:] = float("-inf")
+    kw = dict(temperatures=torch.rand(bsz, generator=g) + 0.5,
+              top_ps=torch.rand(bsz, generator=g) * 0.9 + 0.05)
+    p = ref.renorm_probs_ref(logits, rows_per_request=d, **kw)
+    expected = ref.chain_verify_sampling_ref(p, cand, coins, cf)
+    for split in (0, None):
+        out = cv.chain_verify_sampling(logits, cand, coins, cf, **kw, block_size=32, lanes=8,
+                                       split_stats=split)
+        assert out[2].tolist() == expected[2].tolist()
+        for b in range(bsz):
+            n = int(out[2][b])
+            assert out[0][b * d:b * d + n].tolist() == cand[b, 1:n + 1].tolist()
+            bonus = int(out[0][b * d + n])
+            assert p[b * d + n, bonus] > 0, (b, n, bonus)
+            if n < d - 1:
+                assert bonus != int(cand[b, n + 1])  # the rejected draft is not redrawn
+        exact = cv.chain_verify_sampling(logits, cand, coins, cf, **kw, block_size=32, lanes=8,
+                                         split_stats=split, top_p_method="exact")
+        assert _agreement(exact, expected, bsz, d) == bsz
+    assert 0 < expected[2].float().mean() < d - 1
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
@@ -151,8 +181,14 @@ def test_rows_after_rejection_are_not_needed(cv, ref):
     for b in range(bsz):
         n = int(expected[2][b])
         logits[b * d + n + 1:(b + 1) * d] = float("nan")
-    out = cv.chain_verify_sampling(logits, cand, coins, cf, **kw, block_size=32)
+    out = cv.chain_verify_sampling(logits, cand, coins, cf, **kw, block_size=32,
+                                   top_p_method="exact")
     assert _agreement(out, expected, bsz, d) == bsz
+    # the rejection draw reads no row past the rejection either: same decisions, clean tokens
+    out = cv.chain_verify_sampling(logits, cand, coins, cf, **kw, block_size=32)
+    assert out[2].tolist() == expected[2].tolist()
+    assert all(p[b * d + int(out[2][b]), int(out[0][b * d + int(out[2][b])])] > 0
+               for b in range(bsz))
 
 
 def test_padded_vocabulary_of_minus_inf_logits(cv, ref):
@@ -167,17 +203,19 @@ def test_padded_vocabulary_of_minus_inf_logits(cv, ref):
     expected = ref.chain_verify_sampling_ref(p, cand, coins, cf)
     for split in (0, 3):  # slice 3 of 3 is all -inf
         out = cv.chain_verify_sampling(logits, cand, coins, cf, **kw, block_size=32,
-                                       split_stats=split)
+                                       split_stats=split, top_p_method="exact")
         assert _agreement(out, expected, bsz, d) == bsz, f"split={split}"
         assert int(out[0].max()) < 60  # never a padding token
 
 
 # ----------------------------------------------------------------------------- distribution
 
-def _chain(ref, v=12, d=3, seed=21):
+def _chain(ref, v=12, d=3, seed=21, top_k=9):
     g = torch.Generator().manual_seed(seed)
     logits = (torch.randn(d, v, generator=g) * 1.5).to(torch.float32)
-    kw = dict(temperatures=0.8, top_ks=9, top_ps=0.85)
+    kw = dict(temperatures=0.8, top_ks=top_k, top_ps=0.85)
+    if top_k is None:
+        del kw["top_ks"]
     p = ref.renorm_probs_ref(logits, **kw)
     # drafts: the 2nd most likely kept token of each row (so acceptance is neither 0 nor 1)
     drafts = [int(torch.argsort(p[j], descending=True)[1]) for j in range(d - 1)]
@@ -246,16 +284,25 @@ def _chi2(counts, probs, n):
     return float(stat), dof
 
 
-def test_sampling_distribution_chi_square(cv, ref):
+@pytest.mark.parametrize("top_k,split,block", [(9, None, 16), (None, 0, 16), (None, 3, 4)],
+                         ids=["top_k+top_p:threshold-search", "top_p:rejection-draw",
+                              "top_p:rejection-draw-from-slice"])
+def test_sampling_distribution_chi_square(cv, ref, top_k, split, block):
+    """top-k + top-p finds the nucleus threshold; top-p alone draws by rejection (its bonus
+    tokens are not a function of the final coin alone, so this is its distribution test),
+    with the scan walking the whole row (split 0) or starting in the slice the split stats
+    point at (3 slices of 4 tokens)."""
     d, v = 3, 12
-    logits, kw, p, drafts = _chain(ref, v, d)
+    logits, kw, p, drafts = _chain(ref, v, d, top_k=top_k)
     n = 800
     g = torch.Generator().manual_seed(99)
     cand = torch.zeros(n, d, dtype=torch.int64)
     cand[:, 1:] = torch.tensor(drafts)
     out = cv.chain_verify_sampling(logits.repeat(n, 1), cand, torch.rand(n, d, generator=g),
                                    torch.rand(n, generator=g), temperatures=kw["temperatures"],
-                                   top_ks=kw["top_ks"], top_ps=kw["top_ps"], block_size=16, cap=16)
+                                   top_ks=kw.get("top_ks"), top_ps=kw["top_ps"],
+                                   block_size=block, lanes=min(block, 16), cap=16,
+                                   split_stats=split)
     n_acc = out[2].long()
     bonus = out[0].reshape(n, d).gather(1, n_acc[:, None]).squeeze(1).long()
     counts = torch.zeros(d, v, dtype=torch.float64)

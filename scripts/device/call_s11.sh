@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# GPU machine nvidia-h200-x2, session 11 (2026-11-30). Session 11 ran call_s10.sh k and p,
+# call_s9.sh g and call_s7.sh f (results 2026-11-30-s11-*); this checks what it built after:
+#   k  (~4 min cold: the JIT warm-up alone takes ~90 s) the kernels with top-p's residual token
+#      drawn by rejection (two passes over a row instead of the nucleus threshold search) and
+#      the direct Triton launch (kernels/launch.py): B = 64 and 16, k = 3, V = 128256, every
+#      row also timed from a CUDA graph (us_graph); GPU 0 launches direct and runs the checks
+#      (the sampling distribution check covers the rejection draw), GPU 1 launches through the
+#      JIT (ADAPTIVE_SPEC_TRITON_LAUNCH=jit): the same rows, so the two files compare the launch.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s11.sh k
+source scripts/device/common.sh
+case "${1:-}" in
+k)
+  export DEADLINE_S=${DEADLINE_S:-240}
+  for g in 0 1; do
+    mode=$([ $g = 0 ] && echo direct || echo jit)
+    checks=$([ $g = 0 ] || echo --no-checks)
+    ( cd /tmp && CUDA_VISIBLE_DEVICES=$g ADAPTIVE_SPEC_TRITON_LAUNCH=$mode timeout 215 python3 \
+        "$REPO/benchmarks/kernel_bench.py" --bs 64,16 --k 3 --vocab 128256 --no-tune \
+        --graph-timing --budget-s 185 $checks --out "$OUT/kernels-$mode-gpu$g.json" 2>&1 \
+        | grep -E "rror|wrote|warm-up" | head -8 | sed "s/^/[gpu$g $mode] /" ) &
+  done
+  wait ;;
+*) echo "usage: call_s11.sh k"; exit 2 ;;
+esac
+bash "$REPO/scripts/device/pack_out.sh" "$1"
+say "done $1"

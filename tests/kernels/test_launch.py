@@ -1,0 +1,113 @@
+"""kernels/launch.py's direct launch, against a fake JIT function (no GPU here): which calls go
+through the JIT (compile and cache lookup) and which straight to the compiled launcher, with
+what arguments."""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from adaptive_spec.kernels import launch
+
+
+class FakeCompiled:
+    """Stands in for Triton's CompiledKernel: records its launcher calls."""
+
+    function, packed_metadata = 7, ("packed",)
+
+    def __init__(self, fail=False):
+        self.runs, self.fail = [], fail
+
+    def run(self, *args):
+        if self.fail:
+            raise TypeError("launcher signature differs")
+        self.runs.append(args)
+
+
+class FakeJit:
+    """Stands in for a @triton.jit function with positional args (first, x, n), constexpr BLOCK."""
+
+    arg_names = ["first", "x", "n", "BLOCK"]
+
+    def __init__(self, fail=False):
+        self.jit_calls, self.compiled, self.fail = [], [], fail
+
+    def __getitem__(self, grid):
+        def call(*args, **meta):
+            self.jit_calls.append((grid, args, meta))
+            self.compiled.append(FakeCompiled(self.fail))
+            return self.compiled[-1]
+        return call
+
+
+class FakeCudaTensor:
+    device = SimpleNamespace(type="cuda", index=0)
+
+
+CUDA_ARG = FakeCudaTensor()
+
+
+@pytest.fixture
+def direct(monkeypatch):
+    monkeypatch.setattr(launch, "_raw_stream", lambda index: 1234)
+    monkeypatch.setattr(launch, "_launch_hooks_set", lambda: False)
+    monkeypatch.setenv("ADAPTIVE_SPEC_TRITON_LAUNCH", "direct")
+
+
+def test_second_call_of_a_signature_skips_the_jit(direct):
+    fn, x = FakeJit(), torch.zeros(64, dtype=torch.float32)
+    launcher = launch.DirectLauncher(fn)
+    launcher((8,), (CUDA_ARG, x, 48), dict(BLOCK=128, num_warps=4))
+    launcher((16, 2), (CUDA_ARG, x, 96), dict(BLOCK=128, num_warps=4))
+    assert len(fn.jit_calls) == 1
+    # grid, stream, handles, no launch metadata or hooks, then args and the constexpr values
+    assert fn.compiled[0].runs == [(16, 2, 1, 1234, 7, ("packed",), None, None, None,
+                                    CUDA_ARG, x, 96, 128)]
+
+
+@pytest.mark.parametrize("change", ["misaligned tensor", "dtype", "int == 1", "int % 16",
+                                    "64-bit int", "constexpr"])
+def test_a_different_specialisation_goes_through_the_jit(direct, change):
+    fn = FakeJit()
+    launcher = launch.DirectLauncher(fn)
+    buf = torch.zeros(64, dtype=torch.int8)
+    x, n, meta = buf[:32], 48, dict(BLOCK=128, num_warps=4)
+    launcher((8,), (CUDA_ARG, x, n), meta)
+    if change == "misaligned tensor":
+        x = buf[1:33]
+    elif change == "dtype":
+        x = torch.zeros(32, dtype=torch.int16)
+    elif change == "int == 1":
+        n = 1
+    elif change == "int % 16":
+        n = 47
+    elif change == "64-bit int":
+        n = 2 ** 31 + 16
+    else:
+        meta = dict(BLOCK=256, num_warps=4)
+    launcher((8,), (CUDA_ARG, x, n), meta)
+    assert len(fn.jit_calls) == 2 and fn.compiled[0].runs == []
+
+
+@pytest.mark.parametrize("mode", ["jit", None])
+def test_jit_mode_the_default_and_cpu_tensors_always_use_the_jit(direct, monkeypatch, mode):
+    fn, x = FakeJit(), torch.zeros(8)
+    launcher = launch.DirectLauncher(fn)
+    for _ in range(2):
+        launcher((1,), (x, x, 16), dict(BLOCK=8))  # a CPU tensor first: the interpreter's case
+    if mode is None:
+        monkeypatch.delenv("ADAPTIVE_SPEC_TRITON_LAUNCH")
+    else:
+        monkeypatch.setenv("ADAPTIVE_SPEC_TRITON_LAUNCH", mode)
+    for _ in range(2):
+        launcher((1,), (CUDA_ARG, x, 16), dict(BLOCK=8))
+    assert len(fn.jit_calls) == 4
+
+
+def test_a_failing_launcher_falls_back_to_the_jit_for_good(direct, caplog):
+    fn, x = FakeJit(fail=True), torch.zeros(8)
+    launcher = launch.DirectLauncher(fn)
+    for _ in range(3):
+        launcher((1,), (CUDA_ARG, x, 16), dict(BLOCK=8))
+    assert len(fn.jit_calls) == 3 and launcher.disabled
+    assert "using the JIT launch from now on" in caplog.text
