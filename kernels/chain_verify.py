@@ -49,6 +49,11 @@ the stop flags.  Each program owns one row:
    the residual: target-only -> p' without the rejected draft token, classic -> relu(p' - q),
    all drafts accepted -> p'.
 
+Top-p alone (no top-k, no min-p, target-only; since session 11, ``top_p_method``) skips 3 and
+the inverse CDF: the decision is certain from p'(d) in [p(d), p(d) / top_p] outside a narrow
+band (which takes 3-4), and the residual token is drawn by rejection from the whole
+distribution (`_top_p_by_rejection`): the same distribution, two passes instead of ~10-16.
+
 Kept sets follow flashinfer's renorm semantics (what SGLang's ``top_k_renorm_prob`` /
 ``top_p_renorm_prob`` implement): top-k keeps tokens with fewer than k strictly larger
 probabilities (ties at the k-th value are all kept); top-p, applied to the top-k renormalised

@@ -20,7 +20,9 @@ attention (where SGLang broadcasts the sampled result across ranks).
 SGLang's verify (kept from session 8, when our sampling kernel faulted on flat logits at 256
 requests; the cause, a race on the stop flag, was fixed in session 9 and the fix held on the
 H200 in session 10: 10 clean runs of the faulting case, and a greedy server on our kernels
-served lossless). SGLang's verify stays the default: ours is not yet faster at 1-64 requests.
+served lossless). SGLang's verify stays the default: at 64 requests ours is faster for top-p
+sampling (2.36x per call, session 11) but slower for greedy (0.72x per call, host-bound), and
+no server has run on session 11's sampling path yet.
 ``install_verify_backend("sglang")`` restores SGLang's function.
 
 Importable without a GPU: SGLang and the kernels are imported lazily.
@@ -80,11 +82,11 @@ def install_verify_backend(backend: str) -> None:
     logger.info("adaptive_spec: verify backend = %s (%s)", backend, ", ".join(sorted(_patched)))
     if backend != "sglang":
         # sessions 7-9 saw GPU faults from a race (fixed: kernels/chain_verify.py _uniform_read,
-        # clean on the H200 in session 10); the kernels have fewer GPU hours than SGLang's and
-        # are not yet faster at 1-64 requests
+        # clean on the H200 in session 10); the kernels have fewer GPU hours than SGLang's
         logger.warning("adaptive_spec: the Triton verify kernels are experimental (correct and "
-                       "lossless on the H200, not yet faster than SGLang's at 1-64 requests); "
-                       "the default --adaptive-spec-verify-backend sglang is SGLang's own verify")
+                       "lossless on the H200; sampling faster than SGLang's, greedy slower per "
+                       "call at 16-64 requests); the default --adaptive-spec-verify-backend sglang "
+                       "is SGLang's own verify")
 
 
 def current_backend() -> str:
