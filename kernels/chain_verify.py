@@ -869,7 +869,8 @@ _kept: Dict[Tuple, torch.Tensor] = {}  # (device, stream, name) -> buffer
 _sm_count: Dict[Tuple, int] = {}
 
 
-# each kernel launched through its compiled handle after the first call (kernels/launch.py)
+# Triton's JIT launch, or with ADAPTIVE_SPEC_TRITON_LAUNCH=direct the compiled kernel's own
+# launcher after the first call (kernels/launch.py; measured no faster on the H200)
 _launch_greedy_rows = DirectLauncher(_greedy_rows_kernel)
 _launch_greedy_chain = DirectLauncher(_greedy_chain_kernel)
 _launch_sample_stats = DirectLauncher(_sample_stats_kernel)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPU machine nvidia-h200-x2, session 10 (2026-11-30). Session 10 ran call_s9.sh v, g, o and
 # call_s6.sh d (results 2026-11-30-s10-*); what it built afterwards has not run on a GPU:
-#   k  (~4.5 min: the JIT warm-up alone takes ~90 s) the kernels after session 10's host-path work (plain-integer launch
-#      arithmetic, cached launch plans, kept scratch buffers: the wrapper's host time fell
+#   k  (~4.5 min cold: the JIT warm-up alone takes ~90 s) the kernels after session 10's
+#      host-path work (plain-integer launch arithmetic, cached launch plans, kept scratch buffers: the wrapper's host time fell
 #      from 29 to 9 us on the 2-core CPU, wrapper_cost.py) and the one-axis grids (the sampling
 #      distribution check's 800,000 rows failed with "invalid argument" on the (slices, rows)
 #      grid): B = 1, 16, 64, 256, k = 3, checks on, every row also timed from a CUDA graph
