@@ -7,7 +7,10 @@
 #      row also timed from a CUDA graph (us_graph); GPU 0 launches direct and runs the checks
 #      (the sampling distribution check covers the rejection draw), GPU 1 launches through the
 #      JIT (ADAPTIVE_SPEC_TRITON_LAUNCH=jit): the same rows, so the two files compare the launch.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s11.sh k
+#   h  (~1.5 min, not run yet) where a greedy verify call's host time goes
+#      (benchmarks/verify_host_profile.py: per-call times of SGLang's path, ours and the pieces
+#      of ours, and cProfile's top entries) at B = 64 and 16, k = 3.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s11.sh k|h
 source scripts/device/common.sh
 case "${1:-}" in
 k)
@@ -21,7 +24,14 @@ k)
         | grep -E "rror|wrote|warm-up" | head -8 | sed "s/^/[gpu$g $mode] /" ) &
   done
   wait ;;
-*) echo "usage: call_s11.sh k"; exit 2 ;;
+h)
+  export DEADLINE_S=${DEADLINE_S:-120}
+  for bs in 64 16; do
+    timeout 50 python3 "$REPO/benchmarks/verify_host_profile.py" --bs $bs --k 3 \
+      > "$OUT/verify-host-profile-bs$bs.txt" 2>&1
+    head -8 "$OUT/verify-host-profile-bs$bs.txt"
+  done ;;
+*) echo "usage: call_s11.sh k|h"; exit 2 ;;
 esac
 bash "$REPO/scripts/device/pack_out.sh" "$1"
 say "done $1"

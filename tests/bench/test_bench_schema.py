@@ -158,3 +158,13 @@ def test_kernel_bench_runs_only_the_verify_kinds_and_inputs_asked_for(tmp_path):
     bad = subprocess.run([sys.executable, str(bench), "--ops", "gredy", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_verify_host_profile_without_a_gpu_says_so_in_one_line():
+    """benchmarks/verify_host_profile.py (the next GPU session's greedy host-cost profile) on a
+    machine without CUDA: one clear line, exit 2, no traceback."""
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "verify_host_profile.py"
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.strip() == "verify_host_profile: CUDA is required"

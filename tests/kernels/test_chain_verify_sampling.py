@@ -92,15 +92,17 @@ def test_top_p_rejection_draw_same_decisions_tokens_in_the_nucleus(cv, ref):
     """Top-p alone, default method (the residual token drawn by rejection): per coin the same
     accepted drafts as the reference, every bonus token inside the renormalised nucleus
     (never a padding token of -inf logits), and the exact method still equals the
-    reference token for token."""
+    reference token for token. Split 3: slices [0, 64), [64, 128), [128, 150), the last all
+    padding, so the draw's scan starts from the slice stats with an empty slice among them."""
     bsz, d, v = 24, 4, 150
     logits, cand, coins, cf, g = _case(bsz, d, v, dtype=torch.float32, seed=31)
-    logits[:, 140:] = float("-inf")
+    logits[:, 128:] = float("-inf")
+    cand[:, 1:] = cand[:, 1:] % 128  # drafts among the real tokens
     kw = dict(temperatures=torch.rand(bsz, generator=g) + 0.5,
               top_ps=torch.rand(bsz, generator=g) * 0.9 + 0.05)
     p = ref.renorm_probs_ref(logits, rows_per_request=d, **kw)
     expected = ref.chain_verify_sampling_ref(p, cand, coins, cf)
-    for split in (0, None):
+    for split in (0, None, 3):
         out = cv.chain_verify_sampling(logits, cand, coins, cf, **kw, block_size=32, lanes=8,
                                        split_stats=split)
         assert out[2].tolist() == expected[2].tolist()

@@ -1,0 +1,97 @@
+"""Where a greedy verify call's host time goes (GPU machine).
+
+On the H200 our greedy verify runs 1.73x faster than SGLang's on the GPU at B = 64, k = 3 but
+takes 0.72x of its time per call back to back (2026-11-30-s11-kernels-*.json): the call is
+host-bound. This times, per call over many back-to-back calls (one synchronize at the end, so
+each figure is max(host, GPU) per call), SGLang's path, ours with outputs allocated and passed
+in, and the pieces of ours on their own (the three output allocations, the stream and capture
+lookups, one warm launch); then cProfile's top entries for ours.
+
+    python benchmarks/verify_host_profile.py [--bs 64] [--k 3] [--vocab 128256] [--calls 2000]
+"""
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kernel_bench as kb  # noqa: E402  (same inputs and SGLang path as the kernel benchmark)
+
+
+def _per_call_us(fn, calls: int, sync) -> float:
+    for _ in range(50):
+        fn()
+    sync()
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    sync()
+    return (time.perf_counter() - t) / calls * 1e6
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bs", type=int, default=64)
+    ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--vocab", type=int, default=128256)
+    ap.add_argument("--calls", type=int, default=2000)
+    args = ap.parse_args(argv)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("verify_host_profile: CUDA is required", file=sys.stderr)
+        return 2
+    dev = torch.device("cuda")
+    cv, ref = kb._load_kernels()
+    paths = kb.Paths(cv, ref)
+    bsz, d = args.bs, args.k + 1
+    gen = torch.Generator(device=dev).manual_seed(0)
+    logits = kb._llm_like_logits(bsz * d, args.vocab, dev, gen)
+    tree = kb._chain_tree(bsz, d, dev)
+    cand = kb._greedy_drafts(logits, bsz, d, 0.7, gen)
+    outs = (torch.empty(bsz * d, dtype=torch.int32, device=dev),
+            torch.empty((bsz, d), dtype=torch.int32, device=dev),
+            torch.empty(bsz, dtype=torch.int32, device=dev))
+    sync = torch.cuda.synchronize
+
+    def allocations():
+        torch.empty(bsz * d, dtype=torch.int32, device=dev)
+        torch.empty((bsz, d), dtype=torch.int32, device=dev)
+        torch.empty(bsz, dtype=torch.int32, device=dev)
+
+    def stream_lookups():
+        torch.cuda.is_current_stream_capturing()
+        torch.cuda.current_stream(dev).cuda_stream
+
+    cases = (
+        ("SGLang: argmax + verify_tree_greedy (3 allocations)",
+         lambda: paths.sglang_greedy(logits, cand, tree)),
+        ("ours, outputs allocated", lambda: cv.chain_verify_greedy(logits, cand)),
+        ("ours, outputs passed in", lambda: cv.chain_verify_greedy(logits, cand, *outs)),
+        ("piece: 3 torch.empty on the GPU", allocations),
+        ("piece: is_current_stream_capturing + current_stream", stream_lookups),
+        ("piece: torch.argmax alone", lambda: torch.argmax(logits, dim=-1)),
+    )
+    print(f"per call, {args.calls} calls back to back, B = {bsz}, k = {args.k}, V = {args.vocab}, "
+          f"{torch.cuda.get_device_name(dev)}, torch {torch.__version__}")
+    for name, fn in cases:
+        print(f"  {name:55s} {_per_call_us(fn, args.calls, sync):8.1f} us")
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(args.calls):
+        cv.chain_verify_greedy(logits, cand, *outs)
+    sync()
+    prof.disable()
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(18)
+    print(f"cProfile of ours (outputs passed in), {args.calls} calls, by own time:")
+    print(text.getvalue())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
