@@ -10,7 +10,11 @@
 #   h  (~1.5 min, not run yet) where a greedy verify call's host time goes
 #      (benchmarks/verify_host_profile.py: per-call times of SGLang's path, ours and the pieces
 #      of ours, and cProfile's top entries) at B = 64 and 16, k = 3.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s11.sh k|h
+#   s  (~6 min, not run yet) the first server on the top-p rejection path: plain, our server
+#      drafting on with SGLang's verify and with ours, 1 and 64 requests, temperature 0.7,
+#      top-p 0.9 (the sweep checks losslessness only for greedy workloads; here it compares
+#      throughput; FlashInfer's sampling module is built while our servers start).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s11.sh k|h|s
 source scripts/device/common.sh
 case "${1:-}" in
 k)
@@ -31,7 +35,17 @@ h)
       > "$OUT/verify-host-profile-bs$bs.txt" 2>&1
     head -8 "$OUT/verify-host-profile-bs$bs.txt"
   done ;;
-*) echo "usage: call_s11.sh k|h"; exit 2 ;;
+s)
+  export DEADLINE_S=${DEADLINE_S:-400}
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/soak-8b dial:0.7 --preset 8b ) || exit 3
+  sweep 0 verify-topp /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,adaptive-spec:on-sglang,adaptive-spec:on-triton --concurrency 1,64 --time-budget-s 5 \
+    --temperature 0.7 --top-p 0.9 \
+    --system-args "adaptive-spec:on-sglang=--adaptive-spec-force on" \
+    --system-args "adaptive-spec:on-triton=--adaptive-spec-force on --adaptive-spec-verify-backend triton"
+  pack_logs logs-s.tar.xz /tmp/logs-verify-topp/*.log ;;
+*) echo "usage: call_s11.sh k|h|s"; exit 2 ;;
 esac
+rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
 say "done $1"
