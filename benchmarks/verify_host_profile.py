@@ -2,10 +2,10 @@
 
 On the H200 our greedy verify runs 1.73x faster than SGLang's on the GPU at B = 64, k = 3 but
 takes 0.72x of its time per call back to back (2026-11-30-s11-kernels-*.json): the call is
-host-bound. This times, per call over many back-to-back calls (one synchronize at the end, so
-each figure is max(host, GPU) per call), SGLang's path, ours with outputs allocated and passed
-in, and the pieces of ours on their own (the three output allocations, the stream and capture
-lookups, one warm launch); then cProfile's top entries for ours.
+host-bound. This times, per call over many back-to-back calls (a synchronize ends each of 3
+rounds, the best is kept, so each figure is max(host, GPU) per call), SGLang's path, ours with
+outputs allocated and passed in, and pieces on their own (the three output allocations, the
+stream and capture lookups, SGLang's argmax); then cProfile's top entries for ours.
 
     python benchmarks/verify_host_profile.py [--bs 64] [--k 3] [--vocab 128256] [--calls 2000]
 """
@@ -15,22 +15,11 @@ import cProfile
 import io
 import pstats
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kernel_bench as kb  # noqa: E402  (same inputs and SGLang path as the kernel benchmark)
-
-
-def _per_call_us(fn, calls: int, sync) -> float:
-    for _ in range(50):
-        fn()
-    sync()
-    t = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    sync()
-    return (time.perf_counter() - t) / calls * 1e6
+from wrapper_cost import _per_call_us  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -79,7 +68,7 @@ def main(argv=None) -> int:
     print(f"per call, {args.calls} calls back to back, B = {bsz}, k = {args.k}, V = {args.vocab}, "
           f"{torch.cuda.get_device_name(dev)}, torch {torch.__version__}")
     for name, fn in cases:
-        print(f"  {name:55s} {_per_call_us(fn, args.calls, sync):8.1f} us")
+        print(f"  {name:55s} {_per_call_us(fn, args.calls, rounds=3, sync=sync):8.1f} us")
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(args.calls):

@@ -47,14 +47,18 @@ def _load(path: Path, name: str):
     return module
 
 
-def _per_call_us(fn, calls=2000, rounds=5) -> float:
+def _per_call_us(fn, calls=2000, rounds=5, sync=lambda: None) -> float:
+    """Best per-call time over ``rounds`` of ``calls`` back-to-back calls; ``sync`` (a GPU's
+    synchronize) ends each round, so a round counts the calls' GPU work too."""
     for _ in range(200):
         fn()
     best = float("inf")
     for _ in range(rounds):
+        sync()
         t = time.perf_counter()
         for _ in range(calls):
             fn()
+        sync()
         best = min(best, (time.perf_counter() - t) / calls * 1e6)
     return best
 

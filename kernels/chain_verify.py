@@ -595,21 +595,20 @@ def _sample_stats_kernel(
 
 @triton.jit
 def _slice_max_and_sum(stats_ptr, row, NS, NS_P2: tl.constexpr):
-    """(slice index, max, sum exp(x - slice max)) of a row's vocab slices (split stats)."""
+    """(slice index, pointer to each slice's stats, max, sum exp(x - slice max)) of a row's
+    vocab slices (split stats)."""
     sl = tl.arange(0, NS_P2)
-    smask = sl < NS
     base = stats_ptr + (row.to(tl.int64) * NS + sl) * 4
-    ms = tl.load(base, mask=smask, other=float("-inf"))
-    zs = tl.load(base + 1, mask=smask, other=0.0)
-    return sl, ms, zs
+    ms = tl.load(base, mask=sl < NS, other=float("-inf"))
+    zs = tl.load(base + 1, mask=sl < NS, other=0.0)
+    return sl, base, ms, zs
 
 
 @triton.jit
 def _combine_stats(stats_ptr, row, NS, NS_P2: tl.constexpr):
     """(m, z, mass above the draft, count above the draft) of a whole row from its slices."""
-    sl, ms, zs = _slice_max_and_sum(stats_ptr, row, NS, NS_P2)
+    sl, base, ms, zs = _slice_max_and_sum(stats_ptr, row, NS, NS_P2)
     smask = sl < NS
-    base = stats_ptr + (row.to(tl.int64) * NS + sl) * 4
     as_ = tl.load(base + 2, mask=smask, other=0.0)
     ns = tl.load(base + 3, mask=smask, other=0.0)
     m = tl.max(ms, axis=0)
@@ -622,7 +621,7 @@ def _scan_start(stats_ptr, row, NS, SLICE, m, d_excl, ed, target, NS_P2: tl.cons
     """(start, carry) for `_scan` from the split stats: the first vocab slice whose running
     mass (exp(x - m), token ``d_excl`` taken out of its slice) passes ``target``, and the
     mass before it; (0, 0) if rounding leaves no slice."""
-    sl, ms, zs = _slice_max_and_sum(stats_ptr, row, NS, NS_P2)
+    sl, _base, ms, zs = _slice_max_and_sum(stats_ptr, row, NS, NS_P2)
     w = tl.where(ms == float("-inf"), 0.0, zs * tl.exp(ms - m))
     w = tl.where((d_excl >= 0) & (sl == d_excl // SLICE), tl.maximum(w - ed, 0.0), w)
     cs = tl.cumsum(w, axis=0)
