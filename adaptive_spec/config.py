@@ -23,8 +23,9 @@ VERIFY_BACKENDS = ("sglang", "triton", "triton-greedy")
 # of the verify graph it never replays (lossless on the GPU in sessions 5-7, flapping every
 # step included; as fast as or faster than decode in 11 of 14 forced-off cells); direct: the
 # target's plain decode forward and sampler called outside SGLang's verify step (lossless on
-# the GPU, session 6)
-OFF_PATHS = ("decode", "sglang", "decode-lean", "direct")  # status carries the index: append only
+# the GPU, session 6); plain (session 12, experimental): the off step is a plain decode batch
+# in the scheduler too (sglang_plugin/hooks_plain.py)
+OFF_PATHS = ("decode", "sglang", "decode-lean", "direct", "plain")  # status carries the index: append only
 # How the scheduler orders its next GPU work after an off step (SGLang's WAR barrier, scheduler.py
 # `_apply_war_barrier`): "coarse" = what SGLang does after a step without draft-extend, a wait for
 # the whole forward; "fast" = the plain server's wait, on the event the target's decode graph
@@ -78,7 +79,8 @@ class AdaptiveSpecConfig:
     verify_backend: str = "sglang"
     # How a step with drafting off runs: "decode-lean" (ours: the target's plain decode graph,
     # no draft work, no verify-graph planning), "decode" (the same with SGLang's verify-graph
-    # planning), "sglang" (SGLang's built-in 0-step state, kept for comparison) or "direct".
+    # planning), "sglang" (SGLang's built-in 0-step state, kept for comparison), "direct" or
+    # "plain" (the scheduler runs the off step as a plain decode batch).
     off_path: str = "decode-lean"
     off_barrier: str = "coarse"
     # Goodput policy: optional TPOT target in milliseconds.

@@ -72,7 +72,8 @@ _CHOICE_FLAGS = {
         "no draft work, SGLang's planning of the unused verify graph skipped), decode (the same with "
         "that planning), sglang (SGLang's built-in 0-step state, for comparison) or direct (the "
         "target's plain decode forward and sampler called directly, outside SGLang's verify step; "
-        "experimental).",
+        "experimental) or plain (the scheduler runs the step as a plain decode batch: no spec-v2 "
+        "bookkeeping; needs the overlap scheduler and page size 1; experimental).",
     ),
     "off_barrier": (
         OFF_BARRIERS,

@@ -59,12 +59,14 @@ import os
 
 import torch
 
+from . import hooks_plain
 from .state import get_controller
 
 logger = logging.getLogger("adaptive_spec")
 
 SKIP_ENV = "SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND"
-DECODE_PATHS = ("decode", "decode-lean", "direct")  # off paths that run the target's decode graph
+DECODE_PATHS = ("decode", "decode-lean", "direct", "plain")  # off paths that run the target's decode graph
+LEAN_PATHS = ("decode-lean", "plain")  # plain: a batch the plain regime does not serve runs lean
 _decode_forward_active = False  # set for the duration of one off step's target forward
 _decode_forward_graph = None  # whether that forward replayed a CUDA graph (decode-lean)
 
@@ -143,10 +145,14 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
     bound_switch_records(getattr(worker, "server_args", None))
     if ctl is not None and batch.forward_mode.is_extend():
         ctl.on_extend()  # the next decode results' wall times include this prefill
+    if getattr(batch, hooks_plain.PLAIN_MARK, False) and batch.spec_algorithm.is_none():
+        return plain_step(worker, batch, path, ctl)
     if path is None or ctl is None or ctl.cfg.off_path not in DECODE_PATHS or batch.forward_mode.is_extend() or batch.is_extend_in_batch or batch.forward_mode.is_idle():
         return orig(worker, batch, *args, **kwargs)
     try:
-        steps = ctl.decide(batch.seq_lens.shape[0]).steps
+        steps = hooks_plain.planned_steps(batch)
+        if steps is None:
+            steps = ctl.decide(batch.seq_lens.shape[0]).steps
         mode = "off" if steps == 0 else ("catchup" if worker._as_draft_stale else "on")
         ctl.note_mode(mode)
         _note_staleness(ctl, mode, batch)
@@ -176,7 +182,7 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
     global _decode_forward_active, _decode_forward_graph
     worker.activate_step_by_batch = _already_decided  # SGLang's own call inside orig: no-op
     env_before = os.environ.get(SKIP_ENV)
-    lean = mode == "off" and ctl.cfg.off_path == "decode-lean"
+    lean = mode == "off" and ctl.cfg.off_path in LEAN_PATHS
     mr = worker._target_worker.model_runner if lean else None
     verify_graph = mr.decode_cuda_graph_runner if lean else None
     ours = mode != "on"  # a step SGLang runs the way we set it up (on steps are SGLang's own)
@@ -403,6 +409,22 @@ def direct_off_step(worker, batch, path, on_publish):
     if on_publish is not None:
         on_publish(result.new_seq_lens)
     worker._stub_skipped_draft_extend(batch, result)  # shape-valid draft state for the future map
+    return result
+
+
+def plain_step(worker, batch, path, ctl):
+    """An off step of the plain regime (hooks_plain): the scheduler prepared the batch as the
+    plain server prepares a decode batch; the target decodes it as the plain server does (its
+    decode graph and sampler), and the scheduler takes the result as a plain result."""
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
+
+    ctl.note_mode("off")
+    _note_staleness(ctl, "off", batch)
+    with _read_done_to_scheduler(worker, True), path.installed():  # the plain server's barrier too
+        result = worker.target_worker.forward_batch_generation(batch, capture_hidden_mode=CaptureHiddenMode.NULL)
+    worker._as_draft_stale = True
+    hooks_plain.publish_next_as_length(batch)
+    result.adaptive_spec_mode = "off"
     return result
 
 

@@ -34,6 +34,18 @@ HOOKS = (
     (f"{SCHEDULER}.set_internal_state", "status.around_set_internal_state", "AROUND"),
 )
 
+# `--adaptive-spec-off-path plain` only (hooks_plain): hot scheduler paths, so not registered otherwise
+OVERLAP = "sglang.srt.managers.overlap_utils"
+PLAIN_HOOKS = (
+    (f"{SCHEDULER}.init_overlap", "hooks_plain.after_init_overlap", "AFTER"),
+    (f"{SCHEDULER}.update_running_batch", "hooks_plain.before_update_running_batch", "BEFORE"),
+    ("sglang.srt.managers.schedule_batch.ScheduleBatch.prepare_for_decode", "hooks_plain.around_prepare_for_decode", "AROUND"),
+    (f"{OVERLAP}.resolve_forward_inputs", "hooks_plain.around_resolve_forward_inputs", "AROUND"),
+    (f"{OVERLAP}.FutureMap.publish", "hooks_plain.around_publish", "AROUND"),
+    (f"{OVERLAP}.FutureMap.stash", "hooks_plain.around_stash", "AROUND"),
+    (f"{RESULT_PROCESSOR}.process_batch_result_decode", "hooks_plain.after_process_batch_result_decode", "AFTER"),
+)
+
 
 def register() -> None:
     try:
@@ -51,7 +63,7 @@ def register() -> None:
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
     if cfg is not None:
-        for target, hook_path, hook_type in HOOKS:
+        for target, hook_path, hook_type in HOOKS + (PLAIN_HOOKS if cfg.off_path == "plain" else ()):
             module_name, fn_name = hook_path.rsplit(".", 1)
             fn = getattr(import_module(f"{__package__}.{module_name}"), fn_name)
             HookRegistry.register(target, fn, getattr(HookType, hook_type))

@@ -10,7 +10,7 @@ warnings.filterwarnings("ignore")
 
 from adaptive_spec.config import ENV_VAR, AdaptiveSpecConfig  # noqa: E402
 
-os.environ[ENV_VAR] = AdaptiveSpecConfig(threshold=16).to_json()
+os.environ[ENV_VAR] = AdaptiveSpecConfig(threshold=16, off_path="plain").to_json()  # all our hooks
 
 from sglang.srt.plugins import load_plugins  # noqa: E402
 from sglang.srt.plugins.hook_registry import HookRegistry  # noqa: E402
@@ -19,7 +19,7 @@ from adaptive_spec.sglang_plugin import plugin  # noqa: E402
 from adaptive_spec.sglang_plugin.compat import check_sglang_version, sglang_version  # noqa: E402
 
 load_plugins()
-targets = [t for t, _, _ in plugin.HOOKS]
+targets = [t for t, _, _ in plugin.HOOKS + plugin.PLAIN_HOOKS]
 sigs = {}
 for target in targets:
     from pkgutil import resolve_name

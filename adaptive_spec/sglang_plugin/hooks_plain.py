@@ -1,0 +1,239 @@
+"""`--adaptive-spec-off-path plain` (session 12, experimental): with drafting off, the step is
+the plain server's decode step, in the scheduler too (SGLang 0.5.16, overlap scheduler).
+
+Why: our other off paths run the target's plain decode graph but inside SGLang's spec-v2 step,
+and the scheduler still treats the batch as a speculative one: a snapshot of every batch field
+around the forward, the future map's publish/gather of lengths and draft state, four relay
+buffers instead of one, the spec result path (NOTES-spec-v2-host-path.md, rows R1-R7, W1-W8,
+P1). With this path an off step's batch has `spec_algorithm = NONE` from its preparation to
+its result, so SGLang takes its plain branches everywhere.
+
+The batch moves between two regimes at preparation time (`prepare_for_decode`), where the
+decision for the step is made (its batch size is final there):
+
+spec -> plain  SGLang's own spec preparation runs first (it tops the request's KV slots up to
+               committed + reserve, so the slot this step writes is allocated). Spec-v2 keeps
+               the true lengths on the GPU only: they are gathered from the future map (as the
+               scheduler does before a spec forward; ordered by its publish event, no host
+               sync). Then what plain's preparation does: the slot at the length is the
+               step's output slot (a GPU gather of the reserved slot, never a second
+               allocation: that would leak the reserved one), committed + 1, lengths + 1.
+plain -> plain The same, with lengths already exact on the batch.
+plain -> spec  The batch gets a draft input keyed on its request slots, so the scheduler's
+               forward gathers the lengths, the bonus token and the draft state from the
+               future map as after any spec step. A plain step publishes its KV length there
+               (the scheduler publishes a plain step's `seq_lens + 1`, `publish_as_length`),
+               and stores only the bonus token (a plain result has no draft state,
+               `around_stash`). The first drafting step is the catch-up step (hooks_offpath).
+
+Between steps a plain batch keeps `spec_algorithm = NONE` (its copy for the result processor
+must say plain) and is marked `PLAIN_MARK`; just before the scheduler sizes the next step's KV
+(`update_running_batch`) it says EAGLE again, so the size check and a retraction count the
+spec reserve. Requests prefilled while the batch is plain merge in with exact lengths (a
+prefill's length is its KV length in both conventions) and their bonus token in the future map.
+
+Where this path does not apply (no overlap scheduler, page size > 1, tree drafts, DP
+attention, mixed chunks; batches with grammar, logprobs or hidden states) the off step runs
+as `decode-lean`. A failure here turns the path off for the rest of the run (logged, status).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from types import SimpleNamespace
+
+import torch
+
+from .state import get_controller
+
+logger = logging.getLogger("adaptive_spec")
+
+PLAIN_MARK = "_as_plain"  # on a ScheduleBatch: its current step runs (or last ran) as plain
+STEPS_ATTR = "_as_steps"  # on a ScheduleBatch: the step count decided at its preparation
+
+# future_map: the scheduler's FutureMap while the path is on (None: off); spec_algorithm: the
+# server's; publish_as_length: the request slots of the plain step whose publish is next
+_state = SimpleNamespace(future_map=None, spec_algorithm=None, publish_as_length=None)
+
+
+def active() -> bool:
+    return _state.future_map is not None
+
+
+def scheduler_ineligible(sched) -> str | None:
+    """Why the plain regime cannot run on this scheduler (None: it can)."""
+    args = sched.server_args
+    checks = (
+        (not getattr(sched, "enable_overlap", False), "the overlap scheduler is off"),
+        ((getattr(args, "page_size", 1) or 1) != 1, "page size > 1"),
+        ((getattr(args, "speculative_eagle_topk", 1) or 1) != 1, "tree drafts (topk > 1)"),
+        (getattr(args, "enable_mixed_chunk", False), "mixed chunked prefill"),
+        (getattr(args, "enable_dp_attention", False), "DP attention"),
+        ((getattr(args, "pp_size", 1) or 1) != 1, "pipeline parallelism"),
+        (getattr(sched, "hisparse_coordinator", None) is not None, "hierarchical sparse attention"),
+        (getattr(getattr(sched, "tree_cache", None), "supports_mamba", lambda: False)(), "mamba state"),
+        (getattr(getattr(sched, "model_worker", None), "_as_decode_path", None) is None, "no decode path"),
+        (getattr(sched, "future_map", None) is None, "no future map"),
+        # a plain step keeps no CPU lengths across a merge with a prefill (as a spec step)
+        (getattr(getattr(sched, "future_map", None), "needs_cpu_seq_lens", False), "an attention backend that reads CPU lengths"),
+    )
+    return next((why for failed, why in checks if failed), None)
+
+
+def after_init_overlap(ret, sched, *args, **kwargs):
+    """AFTER hook on Scheduler.init_overlap: the future map exists; turn the path on if it can run."""
+    ctl = get_controller()
+    if ctl is None or ctl.cfg.off_path != "plain":
+        return None
+    try:
+        why = scheduler_ineligible(sched)
+    except Exception as exc:  # never in the way of the scheduler's start
+        why = f"eligibility check failed: {exc!r}"
+    if why is not None:
+        _turn_off(ctl, f"not available here ({why})")
+        return None
+    _state.future_map = sched.future_map
+    _state.spec_algorithm = sched.spec_algorithm
+    logger.info("adaptive_spec: plain off path ready: off steps run as plain decode batches")
+    return None
+
+
+def _turn_off(ctl, why: str) -> None:
+    _state.future_map = None
+    if ctl is not None and ctl.cfg.off_path == "plain":
+        ctl.cfg = dataclasses.replace(ctl.cfg, off_path="decode-lean")
+    logger.error("adaptive_spec: plain off path %s; off steps run as decode-lean", why)
+
+
+def batch_eligible(batch) -> bool:
+    """What a plain off step serves: what the direct path serves (hooks_offpath.direct_eligible)."""
+    return not (batch.has_grammar or batch.return_logprob or batch.return_hidden_states)
+
+
+def before_update_running_batch(sched, batch, *args, **kwargs):
+    """BEFORE hook on Scheduler.update_running_batch: a plain batch says EAGLE again while the
+    scheduler checks the next step's KV need (and retracts), so the spec reserve is counted."""
+    if batch is not None and getattr(batch, PLAIN_MARK, False) and _state.spec_algorithm is not None:
+        batch.spec_algorithm = _state.spec_algorithm
+
+
+def around_prepare_for_decode(orig, batch, *args, **kwargs):
+    """AROUND hook on ScheduleBatch.prepare_for_decode: decide the step; prepare it as plain
+    (drafting off) or as SGLang's spec step."""
+    plain_before = getattr(batch, PLAIN_MARK, False)
+    ctl = get_controller()
+    if not active() or ctl is None or ctl.cfg.off_path != "plain":  # also: changed at run time
+        setattr(batch, STEPS_ATTR, None)  # the worker decides
+        if plain_before:
+            _back_to_spec(batch)
+        return orig(batch, *args, **kwargs)
+    try:
+        steps = ctl.decide(batch.batch_size()).steps
+    except Exception as exc:
+        ctl.fail(f"plain off path decision: {exc!r}")
+        steps = None
+    setattr(batch, STEPS_ATTR, steps)
+    if steps != 0 or not batch_eligible(batch):
+        if plain_before:
+            _back_to_spec(batch)
+        return orig(batch, *args, **kwargs)
+    if plain_before:
+        batch.spec_algorithm = _state.spec_algorithm  # SGLang's spec preparation: the KV top-up
+    ret = orig(batch, *args, **kwargs)
+    try:
+        _to_plain_step(batch, lengths_on_batch=plain_before)
+    except Exception as exc:
+        # the batch is still a prepared spec batch (see _to_plain_step): run it as decode-lean
+        _turn_off(ctl, f"failed preparing a step ({exc!r})")
+        if plain_before:
+            _back_to_spec(batch)
+    return ret
+
+
+def _to_plain_step(batch, lengths_on_batch: bool) -> None:
+    """After SGLang's spec preparation: make the batch the plain server's prepared decode batch."""
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    if not lengths_on_batch:
+        # spec-v2: the true lengths are the last step's, on the GPU only
+        _state.future_map.resolve_seq_lens_cpu(batch)
+    seq_lens = batch.seq_lens
+    # the reserved slot at the KV length; writing a new allocation there would leak it
+    out_cache_loc = batch.req_to_token_pool.req_to_token[batch.req_pool_indices, seq_lens].to(torch.int64)
+    # nothing above changed what a spec step reads (the lengths gathered are the ones the
+    # scheduler gathers before a spec forward); from here on the batch is plain
+    batch.spec_info = None
+    batch.spec_algorithm = SpeculativeAlgorithm.NONE
+    setattr(batch, PLAIN_MARK, True)
+    batch.out_cache_loc = out_cache_loc
+    for req in batch.reqs:  # plain counts the step's token at preparation (spec at its result)
+        req.kv_committed_len += 1
+    batch.seq_lens = seq_lens + 1
+    if batch.seq_lens_cpu is not None:
+        batch.seq_lens_cpu = batch.seq_lens_cpu + 1
+    batch.seq_lens_sum = None
+
+
+def _back_to_spec(batch) -> None:
+    """A plain batch's next step is a spec step: the scheduler's forward gathers its lengths,
+    bonus token and draft state from the future map (`future_indices`), as after a spec step."""
+    from sglang.srt.speculative.eagle_info import EagleDraftInput
+
+    batch.spec_algorithm = _state.spec_algorithm or batch.spec_algorithm
+    batch.spec_info = EagleDraftInput(future_indices=batch.req_pool_indices)
+    setattr(batch, PLAIN_MARK, False)
+
+
+def planned_steps(batch):
+    """The step count decided at this batch's preparation (None: not decided there); read once."""
+    steps = getattr(batch, STEPS_ATTR, None)
+    if steps is not None:
+        setattr(batch, STEPS_ATTR, None)
+    return steps
+
+
+def around_resolve_forward_inputs(orig, batch, future_map, *args, **kwargs):
+    """AROUND hook on overlap_utils.resolve_forward_inputs: a plain batch's input token is the
+    last step's bonus token in the future map (SGLang gathers it only on a plain server)."""
+    ret = orig(batch, future_map, *args, **kwargs)
+    if batch.input_ids is None and getattr(batch, PLAIN_MARK, False) and batch.spec_algorithm.is_none():
+        batch.input_ids = future_map.output_tokens_buf[batch.req_pool_indices]
+    return ret
+
+
+def publish_next_as_length(batch) -> None:
+    """Called by the worker after a plain step: the scheduler's publish for this batch's
+    request slots (the same tensor object) is that step's."""
+    _state.publish_as_length = batch.req_pool_indices
+
+
+def around_publish(orig, future_map, future_indices, new_seq_lens, *args, **kwargs):
+    """AROUND hook on FutureMap.publish: after a plain step the scheduler publishes the step's
+    `seq_lens + 1`; spec-v2 reads the KV length (the next step's length before its tokens)."""
+    if _state.publish_as_length is not None and future_indices is _state.publish_as_length:
+        new_seq_lens = new_seq_lens - 1
+    _state.publish_as_length = None
+    return orig(future_map, future_indices, new_seq_lens, *args, **kwargs)
+
+
+def around_stash(orig, future_map, future_indices, payload, *args, **kwargs):
+    """AROUND hook on FutureMap.stash: a plain result has a bonus token and no draft state; store
+    the token only (SGLang's spec map would read the draft fields). The draft rows keep their old
+    values; the catch-up step rewrites them before any drafting step reads them."""
+    if payload.topk_p is None and payload.hidden_states is None and future_map.spec_algo.is_some():
+        if future_indices.shape[0]:
+            future_map.output_tokens_buf[future_indices] = payload.bonus_tokens.to(future_map.output_tokens_buf.dtype)
+        return None
+    return orig(future_map, future_indices, payload, *args, **kwargs)
+
+
+def after_process_batch_result_decode(ret, processor, batch, result, *args, **kwargs):
+    """AFTER hook on SchedulerBatchResultProcessor.process_batch_result_decode: a plain step's
+    result feeds the controller (spec results do through `_resolve_spec_v2_tokens`)."""
+    if getattr(result, "adaptive_spec_mode", None) != "off" or not batch.spec_algorithm.is_none():
+        return None
+    ctl = get_controller()
+    if ctl is not None:
+        ctl.on_result(0, [0] * len(batch.reqs), "off")
+    return None

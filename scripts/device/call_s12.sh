@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# GPU machine nvidia-h200-x2, session 12 (2026-11-30). Session 12 ran call_s11.sh h and s
+# (results 2026-11-30-s12-verify-*); this runs what it built after:
+#   p  (~9 min) the first servers on `--adaptive-spec-off-path plain` (hooks_plain.py: an off
+#      step is a plain decode batch in the scheduler too). GPU 0, dense 8B pair, aligned draft:
+#      plain vs forced off on the plain path vs flapping every step on it, 1 / 64 / 256
+#      requests, 2 paired repeats (greedy: every system's outputs compared with plain's, token
+#      for token). GPU 1, Qwen3-MoE layout (16 layers, random draft): plain vs forced off plain
+#      vs forced off lean at 1 / 4 / 64 requests (issue 10: lean made 0.63x of plain at 1).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s12.sh p
+source scripts/device/common.sh
+case "${1:-}" in
+p)
+  export DEADLINE_S=${DEADLINE_S:-550} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/al-8b aligned --preset 8b ) & p0=$!
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 ) & p1=$!
+  { wait $p0 && wait $p1; } || { tail -30 "$OUT/build.log"; exit 3; }
+  say "models built"
+  PLAIN="--adaptive-spec-off-path plain"
+  sweep 0 plain-regime /tmp/al-8b/target /tmp/al-8b/draft-aligned \
+    plain,adaptive-spec:forced-off-plain,adaptive-spec:flap1-plain \
+    --concurrency 1,64,256 --repeat 2 --time-budget-s 8 --time-budget-from 128:8 \
+    --system-args "adaptive-spec:forced-off-plain=--adaptive-spec-force off $PLAIN" \
+    --system-args "adaptive-spec:flap1-plain=--adaptive-spec-force flap:1 $PLAIN" > /tmp/sweep-p0.txt &
+  RUN_FLAGS+=(--start-timeout-s 360)
+  sweep 1 moe-plain-regime /tmp/moe-16/target /tmp/moe-16/draft-random \
+    plain,adaptive-spec:forced-off-plain,adaptive-spec:forced-off \
+    --concurrency 1,4,64 --time-budget-s 8 \
+    --system-args "adaptive-spec:forced-off-plain=--adaptive-spec-force off $PLAIN" \
+    --system-args "adaptive-spec:forced-off=--adaptive-spec-force off" > /tmp/sweep-p1.txt
+  wait; cat /tmp/sweep-p0.txt /tmp/sweep-p1.txt | grep -v "^\s*$" | tail -60
+  grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-plain-regime/*.log /tmp/logs-moe-plain-regime/*.log \
+    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
+  pack_logs logs-p.tar.xz /tmp/logs-plain-regime/*.log /tmp/logs-moe-plain-regime/*.log ;;
+*) echo "usage: call_s12.sh p"; exit 2 ;;
+esac
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$1"
+say "done $1"
