@@ -228,12 +228,17 @@ def around_stash(orig, future_map, future_indices, payload, *args, **kwargs):
     return orig(future_map, future_indices, payload, *args, **kwargs)
 
 
-def after_process_batch_result_decode(ret, processor, batch, result, *args, **kwargs):
-    """AFTER hook on SchedulerBatchResultProcessor.process_batch_result_decode: a plain step's
-    result feeds the controller (spec results do through `_resolve_spec_v2_tokens`)."""
-    if getattr(result, "adaptive_spec_mode", None) != "off" or not batch.spec_algorithm.is_none():
-        return None
+def around_process_batch_result_decode(orig, processor, batch, result, *args, **kwargs):
+    """AROUND hook on SchedulerBatchResultProcessor.process_batch_result_decode: a plain step's
+    result counts in SGLang's spec metrics as what it is, one token per request (as our other
+    off paths' 0-step verify does; a spec server's decode log divides by that count, and with
+    none in an interval it raised ZeroDivisionError on the H200, session 12), and feeds the
+    controller (spec results do through `_resolve_spec_v2_tokens`)."""
+    plain = getattr(result, "adaptive_spec_mode", None) == "off" and batch.spec_algorithm.is_none()
+    if plain:
+        processor.metrics_reporter.update_spec_metrics(len(batch.reqs), 0)
+    ret = orig(processor, batch, result, *args, **kwargs)
     ctl = get_controller()
-    if ctl is not None:
+    if plain and ctl is not None:
         ctl.on_result(0, [0] * len(batch.reqs), "off")
-    return None
+    return ret

@@ -43,7 +43,7 @@ PLAIN_HOOKS = (
     (f"{OVERLAP}.resolve_forward_inputs", "hooks_plain.around_resolve_forward_inputs", "AROUND"),
     (f"{OVERLAP}.FutureMap.publish", "hooks_plain.around_publish", "AROUND"),
     (f"{OVERLAP}.FutureMap.stash", "hooks_plain.around_stash", "AROUND"),
-    (f"{RESULT_PROCESSOR}.process_batch_result_decode", "hooks_plain.after_process_batch_result_decode", "AFTER"),
+    (f"{RESULT_PROCESSOR}.process_batch_result_decode", "hooks_plain.around_process_batch_result_decode", "AROUND"),
 )
 
 

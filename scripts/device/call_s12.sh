@@ -3,10 +3,12 @@
 # (results 2026-11-30-s12-verify-*); this runs what it built after:
 #   p  (~9 min) the first servers on `--adaptive-spec-off-path plain` (hooks_plain.py: an off
 #      step is a plain decode batch in the scheduler too). GPU 0, dense 8B pair, aligned draft:
-#      plain vs forced off on the plain path vs flapping every step on it, 1 / 64 / 256
-#      requests, 2 paired repeats (greedy: every system's outputs compared with plain's, token
-#      for token). GPU 1, Qwen3-MoE layout (16 layers, random draft): plain vs forced off plain
+#      plain vs forced off on the plain path vs flapping every 8 steps on it (run 1: every
+#      step), 1 / 64 / 256 requests, 2 paired repeats (greedy: every system's outputs compared
+#      with plain's, token for token). GPU 1, Qwen3-MoE layout (16 layers, random draft): plain vs forced off plain
 #      vs forced off lean at 1 / 4 / 64 requests (issue 10: lean made 0.63x of plain at 1).
+# Run 1 (flapping every step) found SGLang's decode log dividing by zero spec rounds after
+# intervals of plain steps alone (fixed: they count as 1-token rounds).
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s12.sh p
 source scripts/device/common.sh
 case "${1:-}" in
@@ -18,10 +20,10 @@ p)
   say "models built"
   PLAIN="--adaptive-spec-off-path plain"
   sweep 0 plain-regime /tmp/al-8b/target /tmp/al-8b/draft-aligned \
-    plain,adaptive-spec:forced-off-plain,adaptive-spec:flap1-plain \
+    plain,adaptive-spec:forced-off-plain,adaptive-spec:flap8-plain \
     --concurrency 1,64,256 --repeat 2 --time-budget-s 8 --time-budget-from 128:8 \
     --system-args "adaptive-spec:forced-off-plain=--adaptive-spec-force off $PLAIN" \
-    --system-args "adaptive-spec:flap1-plain=--adaptive-spec-force flap:1 $PLAIN" > /tmp/sweep-p0.txt &
+    --system-args "adaptive-spec:flap8-plain=--adaptive-spec-force flap:8 $PLAIN" > /tmp/sweep-p0.txt &
   RUN_FLAGS+=(--start-timeout-s 360)
   sweep 1 moe-plain-regime /tmp/moe-16/target /tmp/moe-16/draft-random \
     plain,adaptive-spec:forced-off-plain,adaptive-spec:forced-off \

@@ -204,6 +204,7 @@ pack_logs() {
   local archive=$1 f; shift
   for f in "$@"; do
     grep -E "adaptive_spec|Traceback|rror" "$f" | grep -v "GET /adaptive_spec" | head -400 > "$f.excerpt"
+    grep -A60 "Traceback" "$f" | head -200 >> "$f.excerpt"  # the whole first tracebacks (session 12 lost one)
     grep -E "Decode batch|Prefill batch" "$f" | tail -3000 > "$f.batches"
   done
   tar -cJf "$OUT/$archive" $(for f in "$@"; do echo "$f.excerpt" "$f.batches"; done) 2>/dev/null

@@ -220,14 +220,30 @@ def test_a_plain_step_is_the_target_workers_own_decode(monkeypatch, future_map):
     assert state.get_controller().modes["off"] == 1
 
 
-def test_plain_results_feed_the_controller(monkeypatch):
+def test_plain_results_count_in_sglangs_spec_metrics_and_feed_the_controller(monkeypatch):
+    """SGLang's decode log on a spec server divides by its spec round count: an interval of
+    plain steps alone divided by zero (H200, session 12). A plain step counts as a round of one
+    token per request, with the real metrics reporter."""
+    from sglang.srt.managers.scheduler_components.metrics_reporter import SchedulerMetricsReporter
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
     install(monkeypatch, AdaptiveSpecConfig(force="off", off_path="plain"))
     ctl = state.get_controller()
+    reporter = SchedulerMetricsReporter.__new__(SchedulerMetricsReporter)
+    reporter.spec_num_accept_tokens = reporter.spec_num_forward_ct = reporter.num_generated_tokens = 0
+    reporter.spec_num_block_accept_tokens = reporter.spec_num_cap_tokens = 0
+    processor = types.SimpleNamespace(metrics_reporter=reporter)
     batch = types.SimpleNamespace(spec_algorithm=SpeculativeAlgorithm.NONE, reqs=[1, 2, 3])
-    hooks_plain.after_process_batch_result_decode(None, None, batch, types.SimpleNamespace(adaptive_spec_mode="off"))
-    hooks_plain.after_process_batch_result_decode(None, None, batch, types.SimpleNamespace())
+
+    def sglang_process(p, b, r):
+        return reporter.spec_num_accept_tokens / reporter.spec_num_forward_ct  # its log's division
+
+    assert hooks_plain.around_process_batch_result_decode(
+        sglang_process, processor, batch, types.SimpleNamespace(adaptive_spec_mode="off")) == 1.0
+    assert ctl.results_seen == 1
+    with pytest.raises(ZeroDivisionError):  # a result that is not ours passes through untouched
+        reporter.spec_num_accept_tokens = reporter.spec_num_forward_ct = 0
+        hooks_plain.around_process_batch_result_decode(sglang_process, processor, batch, types.SimpleNamespace())
     assert ctl.results_seen == 1
 
 
