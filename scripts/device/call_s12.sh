@@ -9,7 +9,7 @@
 #      vs forced off lean at 1 / 4 / 64 requests (issue 10: lean made 0.63x of plain at 1).
 # Run 1 (flapping every step) found SGLang's decode log dividing by zero spec rounds after
 # intervals of plain steps alone (fixed: they count as 1-token rounds).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s12.sh p
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s12.sh p|q
 source scripts/device/common.sh
 case "${1:-}" in
 p)
@@ -34,7 +34,28 @@ p)
   grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-plain-regime/*.log /tmp/logs-moe-plain-regime/*.log \
     | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
   pack_logs logs-p.tar.xz /tmp/logs-plain-regime/*.log /tmp/logs-moe-plain-regime/*.log ;;
-*) echo "usage: call_s12.sh p"; exit 2 ;;
+q)
+  # (~6.5 min) after p: GPU 0, plain vs forced off plain at 64 and 256 requests, 4 paired repeats
+  # under half the host's cores (p's 2 repeats read 0.77-1.02x); GPU 1, issue 10's cell: the
+  # goodput policy with the plain off path vs plain on the Qwen3-MoE layout, random draft
+  # (session 11: goodput with decode-lean made 0.63x of plain at 1 request).
+  export DEADLINE_S=${DEADLINE_S:-470} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/al-8b aligned --preset 8b ) & p0=$!
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 ) & p1=$!
+  { wait $p0 && wait $p1; } || { tail -30 "$OUT/build.log"; exit 3; }
+  PLAIN="--adaptive-spec-off-path plain"
+  sweep 0 off-plain-pinned /tmp/al-8b/target /tmp/al-8b/draft-aligned plain,adaptive-spec:forced-off-plain \
+    --concurrency 64,256 --repeat 4 --time-budget-s 8 --time-budget-from 128:8 \
+    --system-args "adaptive-spec:forced-off-plain=--adaptive-spec-force off $PLAIN" > /tmp/sweep-q0.txt &
+  RUN_FLAGS+=(--start-timeout-s 360)
+  sweep 1 moe-goodput-plain /tmp/moe-16/target /tmp/moe-16/draft-random plain,adaptive-spec:goodput-plain \
+    --concurrency 1,4,16,64 --time-budget-s 8 \
+    --system-args "adaptive-spec:goodput-plain=--adaptive-spec-policy goodput $PLAIN" > /tmp/sweep-q1.txt
+  wait; cat /tmp/sweep-q0.txt /tmp/sweep-q1.txt | grep -v "^\s*$" | tail -40
+  grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-off-plain-pinned/*.log /tmp/logs-moe-goodput-plain/*.log \
+    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
+  pack_logs logs-q.tar.xz /tmp/logs-off-plain-pinned/*.log /tmp/logs-moe-goodput-plain/*.log ;;
+*) echo "usage: call_s12.sh p|q"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
