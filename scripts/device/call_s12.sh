@@ -9,7 +9,7 @@
 #      vs forced off lean at 1 / 4 / 64 requests (issue 10: lean made 0.63x of plain at 1).
 # Run 1 (flapping every step) found SGLang's decode log dividing by zero spec rounds after
 # intervals of plain steps alone (fixed: they count as 1-token rounds).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s12.sh p|q
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s12.sh p|q|m
 source scripts/device/common.sh
 case "${1:-}" in
 p)
@@ -55,7 +55,19 @@ q)
   grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-off-plain-pinned/*.log /tmp/logs-moe-goodput-plain/*.log \
     | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
   pack_logs logs-q.tar.xz /tmp/logs-off-plain-pinned/*.log /tmp/logs-moe-goodput-plain/*.log ;;
-*) echo "usage: call_s12.sh p|q"; exit 2 ;;
+m)
+  # (~5 min, after q on the same machine: the MoE pair is built) plain vs forced off plain on
+  # the Qwen3-MoE layout at 1 and 4 requests, 3 paired repeats (p read 1.07x / 0.93x once).
+  export DEADLINE_S=${DEADLINE_S:-330} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 ) || exit 3
+  RUN_FLAGS+=(--start-timeout-s 360)
+  sweep 1 moe-off-plain-paired /tmp/moe-16/target /tmp/moe-16/draft-random plain,adaptive-spec:forced-off-plain \
+    --concurrency 1,4 --repeat 3 --time-budget-s 8 \
+    --system-args "adaptive-spec:forced-off-plain=--adaptive-spec-force off --adaptive-spec-off-path plain" \
+    > /tmp/sweep-m1.txt
+  grep -v "^\s*$" /tmp/sweep-m1.txt | tail -20
+  pack_logs logs-m.tar.xz /tmp/logs-moe-off-plain-paired/*.log ;;
+*) echo "usage: call_s12.sh p|q|m"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
