@@ -191,10 +191,18 @@ def measured_window(records: Sequence[RequestRecord]) -> Optional[tuple]:
 
 
 def mean_accept_len(records: Iterable[RequestRecord]) -> Optional[float]:
+    """Tokens per speculative round (verify step). From a request's per-round histogram where
+    the server sends one: with `--adaptive-spec-off-path plain` an off step is a plain decode
+    step, not a round, so tokens / verify count would count its tokens too (session 12 read
+    30 tokens per round that way). Else tokens / verify count."""
     tok = 0
     ver = 0
     for r in records:
-        if r.verify_ct:
+        hist = r.accept_histogram
+        if hist and sum(hist):
+            tok += sum((k + 1) * n for k, n in enumerate(hist))
+            ver += sum(hist)
+        elif r.verify_ct:
             tok += r.completion_tokens
             ver += r.verify_ct
     if ver == 0:

@@ -85,6 +85,15 @@ def test_summarize_with_cut_off_and_error():
     assert st.mean_accept_len([R(completion_tokens=5)]) is None
 
 
+def test_accept_length_counts_speculative_rounds_only():
+    """Plain off steps (`--adaptive-spec-off-path plain`) make tokens without a verify round:
+    the per-round histogram says what the rounds made (here 1 + 4 tokens in 2 rounds), the 25
+    plain-step tokens stay out."""
+    mixed = R(completion_tokens=30, verify_ct=2, accept_histogram=[1, 0, 0, 1])
+    assert st.mean_accept_len([mixed]) == approx(2.5)
+    assert st.mean_accept_len([R(completion_tokens=30, verify_ct=2)]) == approx(15.0)  # no histogram sent
+
+
 def test_explicit_windows():
     recs = two_requests()
     # only [0.0, 0.2]: tokens at 0.1 and 0.2 -> 2 tokens / 0.2 s = 10 tok/s
