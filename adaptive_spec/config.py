@@ -32,6 +32,11 @@ OFF_PATHS = ("decode", "sglang", "decode-lean", "direct", "plain")  # status car
 # records once it has read the shared KV pool (session 8, from reading SGLang 0.5.16; measured
 # on the H200 in session 9: no gain, so "coarse" stays the default)
 OFF_BARRIERS = ("coarse", "fast")
+# The plain off path's KV from a batch's second plain step on (sglang_plugin/hooks_plain.py):
+# "reserve" keeps each request's spec reserve topped up by SGLang's spec preparation (run on the
+# H200 in session 12); "release" gives it back and allocates as the plain server does, one slot
+# per request per step (session 12, CPU-tested only).
+PLAIN_KV = ("reserve", "release")
 
 # Upper bounds that catch typos ("--adaptive-spec-threshold 1e9") without limiting real use.
 MAX_BATCH_LEVEL = 1 << 20
@@ -83,6 +88,7 @@ class AdaptiveSpecConfig:
     # "plain" (the scheduler runs the off step as a plain decode batch).
     off_path: str = "decode-lean"
     off_barrier: str = "coarse"
+    plain_kv: str = "reserve"
     # Goodput policy: optional TPOT target in milliseconds.
     tpot_slo_ms: Optional[float] = None
 
@@ -210,6 +216,8 @@ class AdaptiveSpecConfig:
         if self.off_barrier not in OFF_BARRIERS:
             raise ConfigError(flag_name("off_barrier"),
                               f"unknown barrier {self.off_barrier!r} (choose from {', '.join(OFF_BARRIERS)})")
+        if self.plain_kv not in PLAIN_KV:
+            raise ConfigError(flag_name("plain_kv"), f"unknown choice {self.plain_kv!r} (choose from {', '.join(PLAIN_KV)})")
         if self.tpot_slo_ms is not None:
             _check_float("tpot_slo_ms", self.tpot_slo_ms, 0.01, 1e6)
 
@@ -236,7 +244,7 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
         if isinstance(value, bool):
             return value
         raise ConfigError(flag, f"must be true or false, got {value!r}")
-    if key in ("policy", "force", "fallback", "verify_backend", "off_path", "off_barrier"):
+    if key in ("policy", "force", "fallback", "verify_backend", "off_path", "off_barrier", "plain_kv"):
         if isinstance(value, str):
             return value
         raise ConfigError(flag, f"must be a string, got {value!r}")

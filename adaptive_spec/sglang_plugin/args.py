@@ -13,7 +13,7 @@ import os
 import tempfile
 from typing import Optional
 
-from ..config import OFF_BARRIERS, OFF_PATHS, AdaptiveSpecConfig, ConfigError, FALLBACKS, POLICIES, VERIFY_BACKENDS
+from ..config import OFF_BARRIERS, OFF_PATHS, PLAIN_KV, AdaptiveSpecConfig, ConfigError, FALLBACKS, POLICIES, VERIFY_BACKENDS
 
 def _int_or_off(text: str):
     if text == "off":
@@ -81,6 +81,12 @@ _CHOICE_FLAGS = {
         "default: what SGLang does after a step without draft-extend) or, like the plain "
         "server's, only until the target's decode graph has read the shared KV pool (fast; "
         "experimental).",
+    ),
+    "plain_kv": (
+        PLAIN_KV,
+        "With --adaptive-spec-off-path plain, from a batch's second plain step on: keep each "
+        "request's spec KV reserve topped up (reserve, default) or give it back and allocate as "
+        "the plain server does (release; experimental, not yet run on a GPU).",
     ),
 }
 

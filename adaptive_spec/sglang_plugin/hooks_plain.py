@@ -138,6 +138,8 @@ def around_prepare_for_decode(orig, batch, *args, **kwargs):
         if plain_before:
             _back_to_spec(batch)
         return orig(batch, *args, **kwargs)
+    if plain_before and ctl.cfg.plain_kv == "release":
+        return _prepare_as_plain_server(orig, batch, *args, **kwargs)
     if plain_before:
         batch.spec_algorithm = _state.spec_algorithm  # SGLang's spec preparation: the KV top-up
     ret = orig(batch, *args, **kwargs)
@@ -173,6 +175,41 @@ def _to_plain_step(batch, lengths_on_batch: bool) -> None:
     if batch.seq_lens_cpu is not None:
         batch.seq_lens_cpu = batch.seq_lens_cpu + 1
     batch.seq_lens_sum = None
+
+
+def _prepare_as_plain_server(orig, batch, *args, **kwargs):
+    """`--adaptive-spec-plain-kv release` (CPU-tested, not yet run on a GPU): a plain step after
+    a plain step as the plain server prepares it (one new slot per request, where SGLang's spec
+    preparation tops the reserve up: a loop, two host tensors copied to the GPU, a Triton launch,
+    and our gather of the reserved slot). Every spec result has been processed by
+    now (the scheduler processes a step's result in the next iteration), so the host's committed
+    lengths are exact: what plain's preparation needs. Its allocation writes the step's slot at
+    the KV length, so a reserved slot there goes back to the pool first (else it would leak)."""
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    _release_reserve(batch)
+    if batch.seq_lens_cpu is None:  # spec-v2 keeps none (Triton attention); plain advances it
+        batch.seq_lens_cpu = torch.tensor([req.kv_committed_len for req in batch.reqs], dtype=torch.int64)
+    batch.spec_algorithm = SpeculativeAlgorithm.NONE
+    return orig(batch, *args, **kwargs)
+
+
+def _release_reserve(batch) -> None:
+    """The KV slots a request holds past its committed length back to the pool, as SGLang
+    releases a finished request's over-allocation (mem_cache/common.py, 0.5.16). Their contents
+    are rejected drafts; the slots go to a new owner only in a later forward on the same stream."""
+    allocator = batch.token_to_kv_pool_allocator
+    rows = batch.req_to_token_pool.req_to_token
+    held = [req for req in batch.reqs if req.kv.kv_allocated_len > req.kv_committed_len]
+    if not held:
+        return
+    allocator.free_group_begin()
+    try:
+        for req in held:
+            allocator.free(rows[req.req_pool_idx, req.kv_committed_len:req.kv.kv_allocated_len])
+            req.kv.kv_allocated_len = req.kv_committed_len
+    finally:
+        allocator.free_group_end()
 
 
 def _back_to_spec(batch) -> None:

@@ -9,7 +9,8 @@
 #      vs forced off lean at 1 / 4 / 64 requests (issue 10: lean made 0.63x of plain at 1).
 # Run 1 (flapping every step) found SGLang's decode log dividing by zero spec rounds after
 # intervals of plain steps alone (fixed: they count as 1-token rounds).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s12.sh p|q|m
+# Prepared for the next session, not run: a, g, t (each case says what it measures).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s12.sh p|q|m|a|g|t
 source scripts/device/common.sh
 case "${1:-}" in
 p)
@@ -67,7 +68,52 @@ m)
     > /tmp/sweep-m1.txt
   grep -v "^\s*$" /tmp/sweep-m1.txt | tail -20
   pack_logs logs-m.tar.xz /tmp/logs-moe-off-plain-paired/*.log ;;
-*) echo "usage: call_s12.sh p|q|m"; exit 2 ;;
+a)
+  # (~9 min, prepared, not run) `--adaptive-spec-plain-kv release` (a plain step allocates as
+  # the plain server does) against the default reserve, same run, lossless checked: GPU 0 the
+  # dense pair at 64 / 256 (3 paired repeats, half the host's cores), GPU 1 the MoE layout at 1
+  # and 4 requests with the phase clocks on (where the rest of the plain step's host time goes).
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/al-8b aligned --preset 8b ) & p0=$!
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 ) & p1=$!
+  { wait $p0 && wait $p1; } || { tail -30 "$OUT/build.log"; exit 3; }
+  AB=(plain,adaptive-spec:off-reserve,adaptive-spec:off-release
+    --system-args "adaptive-spec:off-reserve=--adaptive-spec-force off --adaptive-spec-off-path plain"
+    --system-args "adaptive-spec:off-release=--adaptive-spec-force off --adaptive-spec-off-path plain --adaptive-spec-plain-kv release")
+  sweep 0 plain-kv-dense /tmp/al-8b/target /tmp/al-8b/draft-aligned "${AB[@]}" \
+    --concurrency 64,256 --repeat 3 --time-budget-s 8 --time-budget-from 128:8 > /tmp/sweep-a0.txt &
+  RUN_FLAGS+=(--start-timeout-s 360)
+  ( export ADAPTIVE_SPEC_PHASE_TIMING=1
+    sweep 1 plain-kv-moe /tmp/moe-16/target /tmp/moe-16/draft-random "${AB[@]}" \
+      --concurrency 1,4 --repeat 3 --time-budget-s 8 > /tmp/sweep-a1.txt )
+  wait; cat /tmp/sweep-a0.txt /tmp/sweep-a1.txt | grep -v "^\s*$" | tail -50
+  phases /tmp/logs-plain-kv-moe
+  pack_logs logs-a.tar.xz /tmp/logs-plain-kv-*/*.log ;;
+g)
+  # (~9 min, prepared, not run) issues 3 and 5 on the dense pair with the plain off path: the
+  # four systems plus goodput on plain, dial 0.7 (GPU 0) and 0.5 (GPU 1), 1-256 requests
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_two_pairs /tmp/soak-8b dial:0.7 /tmp/d5-8b dial:0.5 --preset 8b
+  G=("$FOUR,adaptive-spec:goodput-plain"
+    --system-args "adaptive-spec:goodput-plain=--adaptive-spec-policy goodput --adaptive-spec-off-path plain --adaptive-spec-log-decisions")
+  sweep 0 goodput-plain-dial-0.7 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "${G[@]}" > /tmp/sweep-g0.txt &
+  sweep 1 goodput-plain-dial-0.5 /tmp/d5-8b/target /tmp/d5-8b/draft-dial-0.5 "${G[@]}" > /tmp/sweep-g1.txt
+  wait; cat /tmp/sweep-g0.txt /tmp/sweep-g1.txt
+  pack_logs logs-g.tar.xz /tmp/logs-goodput-plain-dial-*/*.log ;;
+t)
+  # (~7 min, prepared, not run; both GPUs) tensor parallel 2 with the plain off path: plain,
+  # goodput on plain and flapping every 8 steps on plain at 1 / 16 / 64 / 256 (lossless vs plain),
+  # then the two ranks' decision digests compared (issue 9)
+  export DEADLINE_S=${DEADLINE_S:-420} ADAPTIVE_SPEC_RANK_CHECK_EVERY=512 NCCL_NVLS_ENABLE=0
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/dial-8b dial:0.7 --preset 8b ) || exit 3
+  sweep 0,1 tp2-plain /tmp/dial-8b/target /tmp/dial-8b/draft-dial-0.7 \
+    plain,adaptive-spec:goodput-plain,adaptive-spec:flap8-plain --server-arg "--tp-size 2" \
+    --concurrency 1,16,64,256 \
+    --system-args "adaptive-spec:goodput-plain=--adaptive-spec-policy goodput --adaptive-spec-off-path plain --adaptive-spec-log-decisions" \
+    --system-args "adaptive-spec:flap8-plain=--adaptive-spec-force flap:8 --adaptive-spec-off-path plain"
+  for f in /tmp/logs-tp2-plain/server-adaptive-spec_*.log; do python3 "$REPO/scripts/device/rank_check.py" "$f"; done
+  pack_logs logs-t.tar.xz /tmp/logs-tp2-plain/*.log ;;
+*) echo "usage: call_s12.sh p|q|m (run) | a|g|t (prepared)"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"

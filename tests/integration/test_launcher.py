@@ -78,6 +78,7 @@ BAD = [
     (["--enable-dp-attention", "--adaptive-spec-threshold", "8"], "--enable-dp-attention: is not supported"),
     (["--speculative-num-steps", "3", "--adaptive-spec-max-steps", "5"], "--adaptive-spec-max-steps: 5 conflicts"),
     (["--adaptive-spec-force", "maybe"], "--adaptive-spec-force: must be 'off', 'on' or 'flap:N'"),
+    (["--adaptive-spec-plain-kv", "keep"], "--adaptive-spec-plain-kv: unknown choice 'keep'"),
 ]
 
 

@@ -160,12 +160,26 @@ class Sim:
         return self.allocator.available_size()
 
 
+@pytest.mark.parametrize("plain_kv", ["reserve", "release"])
 @pytest.mark.parametrize("force", ["flap:1", "flap:8", "off", "flap:3"])
-def test_no_slot_is_lost_or_shared_over_many_switching_steps(monkeypatch, force):
-    install(monkeypatch, AdaptiveSpecConfig(force=force, off_path="plain"))
-    sim = Sim(monkeypatch, seed=hash(force) % 1000)
+def test_no_slot_is_lost_or_shared_over_many_switching_steps(monkeypatch, force, plain_kv):
+    install(monkeypatch, AdaptiveSpecConfig(force=force, off_path="plain", plain_kv=plain_kv))
+    sim = Sim(monkeypatch, seed=sum(map(ord, force)))
     sim.run(400)
     assert sim.plain_steps > 0 and (force == "off" or sim.spec_steps > 0)
+    assert sim.release_all() == sim.free_at_start
+
+
+def test_released_reserve_a_long_plain_run_holds_what_the_plain_server_holds(monkeypatch):
+    """`--adaptive-spec-plain-kv release`: from the second plain step on a request holds exactly
+    its KV (the plain server's allocation), and the next drafting step gets its reserve back."""
+    install(monkeypatch, AdaptiveSpecConfig(force="flap:8", off_path="plain", plain_kv="release"))
+    sim = Sim(monkeypatch)
+    sim.run(8 + 4)  # 8 drafting steps, then 4 plain ones (the last launched, not yet processed)
+    assert [r.kv.kv_allocated_len - r.kv_committed_len for r in sim.batch.reqs] == [0] * 4
+    assert sim.batch.seq_lens_cpu.tolist() == sim.batch.seq_lens.tolist() == sim.true_len
+    sim.run(4 + 1)  # the first drafting step after them
+    assert all(r.kv.kv_allocated_len - r.kv_committed_len >= K + 1 for r in sim.batch.reqs)
     assert sim.release_all() == sim.free_at_start
 
 

@@ -38,6 +38,7 @@ def test_the_default_off_path_is_the_lean_decode():
         ({"force": "sometimes"}, "--adaptive-spec-force", "flap:N"),
         ({"force": "flap:0"}, "--adaptive-spec-force", "flap:N"),
         ({"fallback": "crash"}, "--adaptive-spec-fallback", "unknown fallback"),
+        ({"plain_kv": "keep"}, "--adaptive-spec-plain-kv", "unknown choice"),
         ({"log_decisions": "yes"}, "--adaptive-spec-log-decisions", "true or false"),
         ({"thresold": 3}, "--adaptive-spec-config", "unknown key"),
     ],
