@@ -319,6 +319,8 @@ def _rerun_as_sglang(orig, worker, batch, saved: dict, ctl, mode: str, exc, args
     batch.__dict__.clear()
     batch.__dict__.update(saved)
     worker._as_decode_path = None
+    if hooks_plain.active():  # a plain step runs on the decode path too
+        hooks_plain.turn_off(ctl, "has no decode path any more")
     ctl.fail(f"{mode} step inside SGLang's forward: {exc!r}")
     logger.error("adaptive_spec: our %s step failed inside SGLang (%r); SGLang's own path re-runs it "
                  "and every later step", mode, exc, exc_info=exc)

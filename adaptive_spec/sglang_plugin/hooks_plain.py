@@ -18,7 +18,9 @@ spec -> plain  SGLang's own spec preparation runs first (it tops the request's K
                sync). Then what plain's preparation does: the slot at the length is the
                step's output slot (a GPU gather of the reserved slot, never a second
                allocation: that would leak the reserved one), committed + 1, lengths + 1.
-plain -> plain The same, with lengths already exact on the batch.
+plain -> plain The same, with lengths already exact on the batch; or, with
+               `--adaptive-spec-plain-kv release`, the reserve goes back to the pool and
+               SGLang's plain preparation runs verbatim (`_prepare_as_plain_server`).
 plain -> spec  The batch gets a draft input keyed on its request slots, so the scheduler's
                forward gathers the lengths, the bonus token and the draft state from the
                future map as after any spec step. A plain step publishes its KV length there
@@ -31,6 +33,9 @@ must say plain) and is marked `PLAIN_MARK`; just before the scheduler sizes the 
 (`update_running_batch`) it says EAGLE again, so the size check and a retraction count the
 spec reserve. Requests prefilled while the batch is plain merge in with exact lengths (a
 prefill's length is its KV length in both conventions) and their bonus token in the future map.
+
+The decision is made here, before this iteration's load snapshot (the scheduler hook runs
+after the batch is built): it sees the current batch size and the previous iteration's queue.
 
 Where this path does not apply (no overlap scheduler, page size > 1, tree drafts, DP
 attention, mixed chunks; batches with grammar, logprobs or hidden states) the off step runs
@@ -91,7 +96,7 @@ def after_init_overlap(ret, sched, *args, **kwargs):
     except Exception as exc:  # never in the way of the scheduler's start
         why = f"eligibility check failed: {exc!r}"
     if why is not None:
-        _turn_off(ctl, f"not available here ({why})")
+        turn_off(ctl, f"not available here ({why})")
         return None
     _state.future_map = sched.future_map
     _state.spec_algorithm = sched.spec_algorithm
@@ -99,7 +104,9 @@ def after_init_overlap(ret, sched, *args, **kwargs):
     return None
 
 
-def _turn_off(ctl, why: str) -> None:
+def turn_off(ctl, why: str) -> None:
+    """Off steps run as decode-lean from now on (a batch already plain goes back to spec at its
+    next preparation)."""
     _state.future_map = None
     if ctl is not None and ctl.cfg.off_path == "plain":
         ctl.cfg = dataclasses.replace(ctl.cfg, off_path="decode-lean")
@@ -147,7 +154,7 @@ def around_prepare_for_decode(orig, batch, *args, **kwargs):
         _to_plain_step(batch, lengths_on_batch=plain_before)
     except Exception as exc:
         # the batch is still a prepared spec batch (see _to_plain_step): run it as decode-lean
-        _turn_off(ctl, f"failed preparing a step ({exc!r})")
+        turn_off(ctl, f"failed preparing a step ({exc!r})")
         if plain_before:
             _back_to_spec(batch)
     return ret

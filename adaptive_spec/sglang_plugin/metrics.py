@@ -36,6 +36,7 @@ class Metrics:
         self._last_steps = None
         self._last_decide_s = 0.0
         self._decision_children = {}  # (reason, steps) -> labelled counter: no lookup per step
+        self._step_children = {}  # steps -> labelled histogram: likewise per result (session 12)
 
     def on_decision(self, decision, snap) -> None:
         key = (decision.reason, decision.steps)
@@ -54,7 +55,10 @@ class Metrics:
 
     def on_result(self, steps: int, seconds) -> None:
         if seconds is not None:
-            self.step_seconds.labels(self.rank, str(steps)).observe(seconds)
+            child = self._step_children.get(steps)
+            if child is None:
+                child = self._step_children[steps] = self.step_seconds.labels(self.rank, str(steps))
+            child.observe(seconds)
 
     def _slow_update(self, snap) -> None:
         ctl = self.ctl

@@ -273,3 +273,17 @@ def test_the_plain_hooks_exist_in_sglang_and_load_only_for_this_path():
         assert callable(getattr(import_module(f"adaptive_spec.sglang_plugin.{module_name}"), fn_name))
         assert callable(resolve_name(target)), target
     assert not {t for t, _, _ in plugin.PLAIN_HOOKS} & {t for t, _, _ in plugin.HOOKS}
+
+
+def test_when_the_decode_path_is_dropped_the_plain_path_stops_too(monkeypatch, future_map):
+    """A failure inside SGLang's step during our catch-up step drops the decode path (SGLang's
+    own path runs from then on); a plain step runs on that decode path, so the plain off path
+    turns off with it and a plain batch goes back to spec at its next preparation."""
+    worker = install(monkeypatch, AdaptiveSpecConfig(force="off", off_path="plain"))
+    ctl = state.get_controller()
+    batch = types.SimpleNamespace(x=1)
+    ran = []
+    hooks_offpath._rerun_as_sglang(lambda w, b: ran.append(b) or "sglang's result", worker, batch,
+                                   {"x": 1}, ctl, "catchup", RuntimeError("boom"), (), {})
+    assert ran == [batch] and worker._as_decode_path is None
+    assert not hooks_plain.active() and ctl.cfg.off_path == "decode-lean"
