@@ -94,7 +94,7 @@ g)
   # four systems plus goodput on plain, dial 0.7 (GPU 0) and 0.5 (GPU 1), 1-256 requests
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
   build_two_pairs /tmp/soak-8b dial:0.7 /tmp/d5-8b dial:0.5 --preset 8b
-  G=("$FOUR,adaptive-spec:goodput-plain"
+  G=("$FOUR,adaptive-spec:goodput-plain" --concurrency 1,16,64,128,256  # five systems: fewer levels
     --system-args "adaptive-spec:goodput-plain=--adaptive-spec-policy goodput --adaptive-spec-off-path plain --adaptive-spec-log-decisions")
   sweep 0 goodput-plain-dial-0.7 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "${G[@]}" > /tmp/sweep-g0.txt &
   sweep 1 goodput-plain-dial-0.5 /tmp/d5-8b/target /tmp/d5-8b/draft-dial-0.5 "${G[@]}" > /tmp/sweep-g1.txt
