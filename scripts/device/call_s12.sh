@@ -91,7 +91,7 @@ a)
   pack_logs logs-a.tar.xz /tmp/logs-plain-kv-*/*.log ;;
 g)
   # (~9 min, prepared, not run) issues 3 and 5 on the dense pair with the plain off path: the
-  # four systems plus goodput on plain, dial 0.7 (GPU 0) and 0.5 (GPU 1), 1-256 requests
+  # four systems plus goodput on plain, dial 0.7 (GPU 0) and 0.5 (GPU 1), 1 / 16 / 64 / 128 / 256
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
   build_two_pairs /tmp/soak-8b dial:0.7 /tmp/d5-8b dial:0.5 --preset 8b
   G=("$FOUR,adaptive-spec:goodput-plain" --concurrency 1,16,64,128,256  # five systems: fewer levels
