@@ -363,9 +363,7 @@ def direct_eligible(batch) -> bool:
     """What a direct off step serves: a decode batch whose requests need nothing SGLang's
     verify step adds to a plain decode (grammar masks, spec-v2 logprobs, hidden states), with
     the last step's bonus tokens at hand."""
-    spec = batch.spec_info
-    return (getattr(spec, "bonus_tokens", None) is not None and not batch.has_grammar
-            and not batch.return_logprob and not batch.return_hidden_states)
+    return getattr(batch.spec_info, "bonus_tokens", None) is not None and hooks_plain.batch_eligible(batch)
 
 
 def direct_off_step(worker, batch, path, on_publish):
@@ -418,12 +416,11 @@ def plain_step(worker, batch, path, ctl):
     """An off step of the plain regime (hooks_plain): the scheduler prepared the batch as the
     plain server prepares a decode batch; the target decodes it as the plain server does (its
     decode graph and sampler), and the scheduler takes the result as a plain result."""
-    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
-
     ctl.note_mode("off")
     _note_staleness(ctl, "off", batch)
+    capture_nothing = hooks_plain.sglang_names().capture_nothing
     with _read_done_to_scheduler(worker, True), path.installed():  # the plain server's barrier too
-        result = worker.target_worker.forward_batch_generation(batch, capture_hidden_mode=CaptureHiddenMode.NULL)
+        result = worker.target_worker.forward_batch_generation(batch, capture_hidden_mode=capture_nothing)
     worker._as_draft_stale = True
     hooks_plain.publish_next_as_length(batch)
     result.adaptive_spec_mode = "off"

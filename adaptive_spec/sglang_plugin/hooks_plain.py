@@ -45,6 +45,7 @@ as `decode-lean`. A failure here turns the path off for the rest of the run (log
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from types import SimpleNamespace
 
@@ -60,6 +61,16 @@ STEPS_ATTR = "_as_steps"  # on a ScheduleBatch: the step count decided at its pr
 # future_map: the scheduler's FutureMap while the path is on (None: off); spec_algorithm: the
 # server's; publish_as_length: the request slots of the plain step whose publish is next
 _state = SimpleNamespace(future_map=None, spec_algorithm=None, publish_as_length=None)
+
+
+@functools.lru_cache(maxsize=None)
+def sglang_names() -> SimpleNamespace:
+    """The SGLang values a plain step uses, imported once, on first use (not at plugin load,
+    before SGLang's modules are ready) rather than on every step."""
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    return SimpleNamespace(no_spec=SpeculativeAlgorithm.NONE, capture_nothing=CaptureHiddenMode.NULL)
 
 
 def active() -> bool:
@@ -114,7 +125,8 @@ def turn_off(ctl, why: str) -> None:
 
 
 def batch_eligible(batch) -> bool:
-    """What a plain off step serves: what the direct path serves (hooks_offpath.direct_eligible)."""
+    """What a plain decode serves without SGLang's verify step: no grammar masks, no spec-v2
+    logprobs, no hidden states (the direct off path serves the same, hooks_offpath)."""
     return not (batch.has_grammar or batch.return_logprob or batch.return_hidden_states)
 
 
@@ -162,8 +174,6 @@ def around_prepare_for_decode(orig, batch, *args, **kwargs):
 
 def _to_plain_step(batch, lengths_on_batch: bool) -> None:
     """After SGLang's spec preparation: make the batch the plain server's prepared decode batch."""
-    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
-
     if not lengths_on_batch:
         # spec-v2: the true lengths are the last step's, on the GPU only
         _state.future_map.resolve_seq_lens_cpu(batch)
@@ -173,7 +183,7 @@ def _to_plain_step(batch, lengths_on_batch: bool) -> None:
     # nothing above changed what a spec step reads (the lengths gathered are the ones the
     # scheduler gathers before a spec forward); from here on the batch is plain
     batch.spec_info = None
-    batch.spec_algorithm = SpeculativeAlgorithm.NONE
+    batch.spec_algorithm = sglang_names().no_spec
     setattr(batch, PLAIN_MARK, True)
     batch.out_cache_loc = out_cache_loc
     for req in batch.reqs:  # plain counts the step's token at preparation (spec at its result)
@@ -192,12 +202,10 @@ def _prepare_as_plain_server(orig, batch, *args, **kwargs):
     now (the scheduler processes a step's result in the next iteration), so the host's committed
     lengths are exact: what plain's preparation needs. Its allocation writes the step's slot at
     the KV length, so a reserved slot there goes back to the pool first (else it would leak)."""
-    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
-
     _release_reserve(batch)
     if batch.seq_lens_cpu is None:  # spec-v2 keeps none (Triton attention); plain advances it
         batch.seq_lens_cpu = torch.tensor([req.kv_committed_len for req in batch.reqs], dtype=torch.int64)
-    batch.spec_algorithm = SpeculativeAlgorithm.NONE
+    batch.spec_algorithm = sglang_names().no_spec
     return orig(batch, *args, **kwargs)
 
 
