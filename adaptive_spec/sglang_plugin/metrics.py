@@ -2,9 +2,10 @@
 
 Created inside the scheduler process, after SGLang set PROMETHEUS_MULTIPROC_DIR, so SGLang's
 multiprocess collector exports them; every series carries `tp_rank`. Updated from the
-controller's listeners: per decision (cheap: two gauges and a counter), per processed result
-(step-time histogram), and every `SLOW_EVERY` decisions for the per-position acceptance and the
-goodput cost model's predictions.
+controller's listeners: per booked run of equal decisions (the controller books a run when the
+decision changes and at least every 64 decisions: a counter, and two gauges on a change), per
+processed result (step-time histogram), and every `SLOW_EVERY` decisions for the per-position
+acceptance and the goodput cost model's predictions.
 """
 
 from __future__ import annotations
@@ -34,23 +35,26 @@ class Metrics:
         self.predicted = Gauge("adaptive_spec_predicted_step_seconds", "Cost model's step time at the current batch bucket", ["tp_rank", "steps"], **gauge)
         self.rank = r
         self._last_steps = None
+        self._next_slow = 0  # decision count at which the slow series are next updated
         self._last_decide_s = 0.0
         self._decision_children = {}  # (reason, steps) -> labelled counter: no lookup per step
         self._step_children = {}  # steps -> labelled histogram: likewise per result (session 12)
 
-    def on_decision(self, decision, snap) -> None:
+    def on_decisions(self, decision, count: int, snap) -> None:
+        """`count` decisions equal to `decision` were made (a run booked by the controller)."""
         key = (decision.reason, decision.steps)
         child = self._decision_children.get(key)
         if child is None:
             child = self._decision_children[key] = self.decisions.labels(self.rank, decision.reason, str(decision.steps))
-        child.inc()
+        child.inc(count)
         if decision.steps != self._last_steps:  # gauges are file writes: only on a change
             if self._last_steps is not None:
                 self.switches.inc()
             self.drafting.set(1 if decision.steps > 0 else 0)
             self.steps.set(decision.steps)
             self._last_steps = decision.steps
-        if self.ctl.decision_count % SLOW_EVERY == 0:
+        if self.ctl.decision_count >= self._next_slow:
+            self._next_slow = self.ctl.decision_count + SLOW_EVERY
             self._slow_update(snap)
 
     def on_result(self, steps: int, seconds) -> None:
@@ -81,6 +85,6 @@ class Metrics:
 
 def install_metrics(controller, rank: int, registry=None) -> Metrics:
     m = Metrics(controller, rank, registry)
-    controller.listeners.append(m.on_decision)
+    controller.listeners.append(m.on_decisions)
     controller.result_listeners.append(m.on_result)
     return m

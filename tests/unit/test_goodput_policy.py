@@ -620,3 +620,12 @@ def test_the_status_shows_each_cells_sample_count_next_to_its_time():
     described = ctl.policy.describe()
     assert described["step_ms"]["64"] == {"0": 6.0, "2": 20.0}
     assert described["step_samples"]["64"] == {"0": 9.0, "2": 4.0}
+
+
+def test_bucket_is_the_capped_ceiling_of_log2_of_the_batch_size():
+    import math
+
+    from adaptive_spec.policy.goodput import MAX_BUCKET_EXP, bucket_of
+
+    for n in range(-2, 3 * 2 ** MAX_BUCKET_EXP):
+        assert bucket_of(n) == min(MAX_BUCKET_EXP, max(0, math.ceil(math.log2(max(1, n))))), n

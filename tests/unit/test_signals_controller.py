@@ -106,11 +106,12 @@ def test_decision_log_one_line_per_change_and_rate_limited():
 def test_listener_errors_do_not_break_decisions():
     ctl = Controller(AdaptiveSpecConfig())
     seen = []
-    ctl.listeners.append(lambda d, s: seen.append(d.steps))
-    ctl.listeners.append(lambda d, s: 1 / 0)
+    ctl.listeners.append(lambda d, n, s: seen.append((d.steps, n)))
+    ctl.listeners.append(lambda d, n, s: 1 / 0)
     assert ctl.decide(1).steps == 3
     assert ctl.decide(1).steps == 3
-    assert seen == [3, 3] and len(ctl.listeners) == 1
+    assert ctl.decisions[(3, "idle")] == 2  # reading the counts books the pending run
+    assert seen == [(3, 1), (3, 1)] and len(ctl.listeners) == 1
 
 
 def test_a_failing_metrics_listener_is_dropped_not_a_fallback():
@@ -122,12 +123,12 @@ def test_a_failing_metrics_listener_is_dropped_not_a_fallback():
     def boom(*args):
         raise RuntimeError("metrics down")
 
-    ctl.listeners += [boom, lambda d, s: seen.append(("decision", d.steps))]
+    ctl.listeners += [boom, lambda d, n, s: seen.append(("decision", d.steps))]
     ctl.result_listeners += [boom, lambda steps, dt: seen.append(("result", steps))]
     ctl.decide(1)
     ctl.on_result(3, [1])
     ctl.decide(1)
-    assert ctl.status()["fallback"] is None
+    assert ctl.status()["fallback"] is None  # the status books the second decision
     assert seen == [("decision", 3), ("result", 3), ("decision", 3)]
     assert len(ctl.listeners) == 1 and len(ctl.result_listeners) == 1
 
@@ -205,3 +206,48 @@ def test_status_carries_a_decide_selftest_that_never_calls_the_tp_reducer():
     assert set(st) == {"policy_decide_us_p50", "clock_read_us"}, st
     assert 0 < st["policy_decide_us_p50"] < 10_000 and 0 <= st["clock_read_us"] < 1_000
     assert ctl.decision_count == 0 and ctl.policy._decisions == 0  # the real policy untouched
+
+
+def test_runs_of_equal_decisions_book_what_booking_each_one_would(caplog, monkeypatch):
+    """The controller books a run of equal decisions in one go (counts, digest, listeners);
+    what any reader sees must equal booking every decision: the counts, the crc32 digest the
+    ranks compare (also in the rank_check lines, which may fall inside a run), the listeners'
+    totals, and the gauges' current decision right after a change."""
+    import random
+    import zlib
+    from collections import Counter
+
+    import adaptive_spec.controller as controller
+
+    monkeypatch.setattr(controller, "RANK_CHECK_EVERY", 50)
+    caplog.set_level("INFO", logger="adaptive_spec")
+    rng = random.Random(7)
+    script = []  # runs of 1..150 equal decisions: shorter and longer than FLUSH_EVERY
+    while len(script) < 2000:
+        d = Decision(rng.choice((0, 1, 3)), rng.choice(("threshold", "queue")))
+        script += [d] * rng.randint(1, 150)
+
+    class Scripted:
+        max_steps = 3
+
+        def decide(self, snap, acc):
+            return script[ctl.decision_count]
+
+    ctl = Controller(AdaptiveSpecConfig())
+    ctl.policy = Scripted()
+    booked, latest = Counter(), []
+    ctl.listeners.append(lambda d, n, s: (booked.update({(d.steps, d.reason): n}), latest.append(d)))
+    digest, digests_at = 0, {}
+    for i, d in enumerate(script):
+        ctl.decide(1)
+        digest = zlib.crc32(bytes((d.steps,)), digest)
+        if (i + 1) % 50 == 0:
+            digests_at[i + 1] = digest
+        assert latest[-1] == d  # a change reaches the listeners (gauges) at once
+        assert sum(booked.values()) >= i + 1 - controller.FLUSH_EVERY
+    assert ctl.decisions == Counter((d.steps, d.reason) for d in script)
+    assert ctl.steps_histogram == Counter(d.steps for d in script)
+    assert booked == ctl.decisions
+    assert ctl.decision_digest == digest
+    lines = [r.message for r in caplog.records if "rank_check" in r.message]
+    assert lines == [f"adaptive_spec rank_check rank=0 decisions={n} digest={v:08x}" for n, v in digests_at.items()]
