@@ -69,26 +69,33 @@ m)
   grep -v "^\s*$" /tmp/sweep-m1.txt | tail -20
   pack_logs logs-m.tar.xz /tmp/logs-moe-off-plain-paired/*.log ;;
 a)
-  # (~9 min, prepared, not run) `--adaptive-spec-plain-kv release` (a plain step allocates as
-  # the plain server does) against the default reserve, same run, lossless checked: GPU 0 the
-  # dense pair at 64 / 256 (3 paired repeats, half the host's cores), GPU 1 the MoE layout at 1
-  # and 4 requests with the phase clocks on (where the rest of the plain step's host time goes).
+  # (~9 min; session 13 replaced the prepared `a`: g's fifth server did not fit on one GPU,
+  # five servers need ~147 GiB) GPU 0, dense dial 0.7: plain, eagle3, goodput (decode-lean) and
+  # goodput on the plain off path side by side (four servers, ~117 GiB), 1 / 16 / 64 / 128 /
+  # 256; GPU 1, the MoE layout at 1 and 4 requests with the phase clocks on: forced off on the
+  # plain path with `--adaptive-spec-plain-kv release` (a plain step allocates as the plain
+  # server does) against the default reserve, 3 paired repeats, lossless checked.
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
-  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/al-8b aligned --preset 8b ) & p0=$!
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/soak-8b dial:0.7 --preset 8b ) & p0=$!
   ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 ) & p1=$!
   { wait $p0 && wait $p1; } || { tail -30 "$OUT/build.log"; exit 3; }
-  AB=(plain,adaptive-spec:off-reserve,adaptive-spec:off-release
-    --system-args "adaptive-spec:off-reserve=--adaptive-spec-force off --adaptive-spec-off-path plain"
-    --system-args "adaptive-spec:off-release=--adaptive-spec-force off --adaptive-spec-off-path plain --adaptive-spec-plain-kv release")
-  sweep 0 plain-kv-dense /tmp/al-8b/target /tmp/al-8b/draft-aligned "${AB[@]}" \
-    --concurrency 64,256 --repeat 3 --time-budget-s 8 --time-budget-from 128:8 > /tmp/sweep-a0.txt &
+  say "models built"
+  sweep 0 goodput-plain-4 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput,adaptive-spec:goodput-plain --concurrency 1,16,64,128,256 \
+    --system-args "adaptive-spec:goodput-plain=--adaptive-spec-policy goodput --adaptive-spec-off-path plain --adaptive-spec-log-decisions" \
+    > /tmp/sweep-a0.txt &
   RUN_FLAGS+=(--start-timeout-s 360)
   ( export ADAPTIVE_SPEC_PHASE_TIMING=1
-    sweep 1 plain-kv-moe /tmp/moe-16/target /tmp/moe-16/draft-random "${AB[@]}" \
-      --concurrency 1,4 --repeat 3 --time-budget-s 8 > /tmp/sweep-a1.txt )
+    sweep 1 plain-kv-moe /tmp/moe-16/target /tmp/moe-16/draft-random \
+      plain,adaptive-spec:off-reserve,adaptive-spec:off-release --concurrency 1,4 --repeat 3 --time-budget-s 8 \
+      --system-args "adaptive-spec:off-reserve=--adaptive-spec-force off --adaptive-spec-off-path plain" \
+      --system-args "adaptive-spec:off-release=--adaptive-spec-force off --adaptive-spec-off-path plain --adaptive-spec-plain-kv release" \
+      > /tmp/sweep-a1.txt )
   wait; cat /tmp/sweep-a0.txt /tmp/sweep-a1.txt | grep -v "^\s*$" | tail -50
   phases /tmp/logs-plain-kv-moe
-  pack_logs logs-a.tar.xz /tmp/logs-plain-kv-*/*.log ;;
+  grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-goodput-plain-4/*.log /tmp/logs-plain-kv-moe/*.log \
+    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
+  pack_logs logs-a.tar.xz /tmp/logs-goodput-plain-4/*.log /tmp/logs-plain-kv-moe/*.log ;;
 g)
   # (~9 min, prepared, not run) issues 3 and 5 on the dense pair with the plain off path: the
   # four systems plus goodput on plain, dial 0.7 (GPU 0) and 0.5 (GPU 1), 1 / 16 / 64 / 128 / 256
