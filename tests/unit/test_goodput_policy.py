@@ -629,3 +629,31 @@ def test_bucket_is_the_capped_ceiling_of_log2_of_the_batch_size():
 
     for n in range(-2, 3 * 2 ** MAX_BUCKET_EXP):
         assert bucket_of(n) == min(MAX_BUCKET_EXP, max(0, math.ceil(math.log2(max(1, n))))), n
+
+
+def test_a_choice_is_reused_only_while_bucket_table_and_probe_schedule_hold():
+    """The policy reuses its choice for up to `reuse_for` decisions (session 13: a decide cost
+    ~34 us of CPU on the GPU servers). With nothing but the acceptance able to move, a reused
+    choice is the one a full decide would make; a new batch-size bucket, a sync or a probe
+    decision is always decided afresh."""
+    import copy
+
+    ctl = make_ctl()
+    simulate(ctl, 64, 0.7, 1500, random.Random(3))
+    pol = ctl.policy
+    fresh = copy.deepcopy(pol)
+    fresh.reuse_for = 1  # decides afresh every time
+    acc = ctl.acceptance
+    calls = []
+    inner = pol._decide
+    pol._decide = lambda bucket, a: calls.append(bucket) or inner(bucket, a)
+    snaps = [LoadSnapshot(running=bs) for bs in [64] * 300 + [1] + [64] * 40]
+    fresh_at = []
+    for i, snap in enumerate(snaps):  # inputs held: no results, no step times
+        before = len(calls)
+        assert pol.decide(snap, acc) == fresh.decide(snap, acc), i
+        if len(calls) > before:
+            fresh_at.append(i)
+    assert 300 in fresh_at and 301 in fresh_at  # the bucket change and the return
+    gaps = [b - a for a, b in zip(fresh_at, fresh_at[1:])]
+    assert max(gaps) <= pol.reuse_for and len(fresh_at) < len(snaps) / 4
