@@ -19,12 +19,13 @@ ENV_VAR = "ADAPTIVE_SPEC_CONFIG_JSON"
 POLICIES = ("threshold", "goodput")
 FALLBACKS = ("static", "plain")
 VERIFY_BACKENDS = ("sglang", "triton", "triton-greedy")
-# decode-lean (default since session 7): decode, and the off step also skips SGLang's planning
-# of the verify graph it never replays (lossless on the GPU in sessions 5-7, flapping every
-# step included; as fast as or faster than decode in 11 of 14 forced-off cells); direct: the
-# target's plain decode forward and sampler called outside SGLang's verify step (lossless on
-# the GPU, session 6); plain (session 12, experimental): the off step is a plain decode batch
-# in the scheduler too (sglang_plugin/hooks_plain.py)
+# plain (default since session 13): the off step is a plain decode batch in the scheduler too
+# (sglang_plugin/hooks_plain.py; lossless on the GPU in sessions 12-13, at TP = 2 too; in one
+# H200 run beside decode-lean under the goodput policy, 1.02-1.14x of it at 1-256 requests);
+# where it does not apply (no overlap scheduler, page size > 1, ...) off steps run decode-lean:
+# decode, and the off step also skips SGLang's planning of the verify graph it never replays
+# (the default of sessions 7-12); direct: the target's plain decode forward and sampler called
+# outside SGLang's verify step (lossless on the GPU, session 6)
 OFF_PATHS = ("decode", "sglang", "decode-lean", "direct", "plain")  # status carries the index: append only
 # How the scheduler orders its next GPU work after an off step (SGLang's WAR barrier, scheduler.py
 # `_apply_war_barrier`): "coarse" = what SGLang does after a step without draft-extend, a wait for
@@ -33,9 +34,10 @@ OFF_PATHS = ("decode", "sglang", "decode-lean", "direct", "plain")  # status car
 # on the H200 in session 9: no gain, so "coarse" stays the default)
 OFF_BARRIERS = ("coarse", "fast")
 # The plain off path's KV from a batch's second plain step on (sglang_plugin/hooks_plain.py):
-# "reserve" keeps each request's spec reserve topped up by SGLang's spec preparation (run on the
-# H200 in session 12); "release" gives it back and allocates as the plain server does, one slot
-# per request per step (session 12, CPU-tested only).
+# "release" (default since session 13) gives the spec reserve back and allocates as the plain
+# server does, one slot per request per step (H200, session 13: its preparation costs what
+# plain's does, 0.19-0.24 ms per MoE step vs reserve's 0.28-0.42); "reserve" keeps each
+# request's spec reserve topped up by SGLang's spec preparation (session 12).
 PLAIN_KV = ("reserve", "release")
 
 # Upper bounds that catch typos ("--adaptive-spec-threshold 1e9") without limiting real use.
@@ -86,9 +88,9 @@ class AdaptiveSpecConfig:
     # no draft work, no verify-graph planning), "decode" (the same with SGLang's verify-graph
     # planning), "sglang" (SGLang's built-in 0-step state, kept for comparison), "direct" or
     # "plain" (the scheduler runs the off step as a plain decode batch).
-    off_path: str = "decode-lean"
+    off_path: str = "plain"
     off_barrier: str = "coarse"
-    plain_kv: str = "reserve"
+    plain_kv: str = "release"
     # Goodput policy: optional TPOT target in milliseconds.
     tpot_slo_ms: Optional[float] = None
 

@@ -33,6 +33,7 @@ from typing import Dict, List, Optional, Sequence
 from . import loadgen as lg
 from . import stats as st
 from .loadgen import BenchError, RunError
+from .code_digest import run_digest
 from .servers import (SGLANG_LAUNCHER, OURS_LAUNCHER, ServerDied, ServerGroup, ServerProcess,
                       build_command, builtin_adaptive_steps, child_env, cuda_graph_bs,
                       default_python, free_port, llama_only_disabled_archs,
@@ -555,6 +556,7 @@ class Sweep:
             "date": today(),
             "machine": self.machine,
             "sglang_version": self.sglang_version or "unknown",
+            "code_digest": run_digest(),  # code_digest.py: which commit ran
             "model": c.model_desc or describe_model(c.target, self.target_cfg, "target")
             or self._attached_model_desc() or "unknown",
             "draft": c.draft_desc or describe_model(c.draft, self.draft_cfg, "draft"),

@@ -68,12 +68,13 @@ _CHOICE_FLAGS = {
     ),
     "off_path": (
         OFF_PATHS,
-        "How a step runs with drafting off: decode-lean (default: the target's own decode CUDA graph, "
-        "no draft work, SGLang's planning of the unused verify graph skipped), decode (the same with "
-        "that planning), sglang (SGLang's built-in 0-step state, for comparison) or direct (the "
-        "target's plain decode forward and sampler called directly, outside SGLang's verify step; "
-        "experimental) or plain (the scheduler runs the step as a plain decode batch: no spec-v2 "
-        "bookkeeping; needs the overlap scheduler and page size 1; experimental).",
+        "How a step runs with drafting off: plain (default: the scheduler runs the step as a plain "
+        "decode batch, no spec-v2 bookkeeping; where it does not apply, without the overlap "
+        "scheduler or with page size > 1, steps run decode-lean), decode-lean (the target's own "
+        "decode CUDA graph inside SGLang's spec step, no draft work, SGLang's planning of the unused "
+        "verify graph skipped), decode (the same with that planning), sglang (SGLang's built-in "
+        "0-step state, for comparison) or direct (the target's plain decode forward and sampler "
+        "called directly, outside SGLang's verify step; experimental).",
     ),
     "off_barrier": (
         OFF_BARRIERS,
@@ -84,9 +85,9 @@ _CHOICE_FLAGS = {
     ),
     "plain_kv": (
         PLAIN_KV,
-        "With --adaptive-spec-off-path plain, from a batch's second plain step on: keep each "
-        "request's spec KV reserve topped up (reserve, default) or give it back and allocate as "
-        "the plain server does (release; experimental, not yet run on a GPU).",
+        "With the plain off path, from a batch's second plain step on: give each request's spec KV "
+        "reserve back and allocate as the plain server does (release, default) or keep the reserve "
+        "topped up by SGLang's spec preparation (reserve).",
     ),
 }
 

@@ -9,7 +9,7 @@
 #      vs forced off lean at 1 / 4 / 64 requests (issue 10: lean made 0.63x of plain at 1).
 # Run 1 (flapping every step) found SGLang's decode log dividing by zero spec rounds after
 # intervals of plain steps alone (fixed: they count as 1-token rounds).
-# Prepared for the next session, not run: a, g, t (each case says what it measures).
+# Prepared in session 12: a, g, t; session 13 ran g, t and a (a rewritten, see its case).
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s12.sh p|q|m|a|g|t
 source scripts/device/common.sh
 case "${1:-}" in

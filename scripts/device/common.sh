@@ -48,6 +48,9 @@ PY
 echo "$SRC_SIG" > "$AS/.sig"
 fi
 export PYTHONPATH="$AS:$SGL/site${PYTHONPATH:+:$PYTHONPATH}"
+# which code runs (no .git here): results record it, code_digest.py --find maps it to a commit
+ADAPTIVE_SPEC_CODE_DIGEST=$(python3 "$REPO/benchmarks/code_digest.py" --root "$REPO" 2>/dev/null) || true
+export ADAPTIVE_SPEC_CODE_DIGEST; echo "${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}" > "$OUT/code-digest.txt" 2>/dev/null || true
 
 CUR_PID=""
 trap '[ -n "$CUR_PID" ] && kill -KILL -- -"$CUR_PID" 2>/dev/null' EXIT INT TERM

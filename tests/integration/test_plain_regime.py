@@ -90,7 +90,7 @@ def test_spec_to_plain_to_spec_keeps_lengths_slots_and_tokens(monkeypatch, futur
     from sglang.srt.managers.overlap_utils import FutureMap, resolve_forward_inputs
 
     fm = future_map
-    install(monkeypatch, AdaptiveSpecConfig(force="off", off_path="plain"))
+    install(monkeypatch, AdaptiveSpecConfig(force="off", off_path="plain", plain_kv="reserve"))
     ctl = state.get_controller()
     batch = spec_batch(fm, rows=[1, 3], committed=[10, 20])  # host lengths lag the GPU's
     spec_forward_done(fm, batch, lengths=[12, 23], bonus=[5, 6])

@@ -187,7 +187,7 @@ def test_plain_steps_keep_the_spec_reserve_and_decide_once_per_step(monkeypatch)
     """While plain, SGLang's top-up keeps each request's spec reserve (what the scheduler's KV
     check counts, and what the first drafting step after them writes into); one decision per
     step, made at the batch's preparation."""
-    install(monkeypatch, AdaptiveSpecConfig(force="flap:8", off_path="plain"))
+    install(monkeypatch, AdaptiveSpecConfig(force="flap:8", off_path="plain", plain_kv="reserve"))
     sim = Sim(monkeypatch)
     sim.run(40)
     assert sim.plain_steps == 16 and sim.plain_headroom >= RESERVE - 1
