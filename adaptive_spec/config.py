@@ -34,10 +34,12 @@ OFF_PATHS = ("decode", "sglang", "decode-lean", "direct", "plain")  # status car
 # on the H200 in session 9: no gain, so "coarse" stays the default)
 OFF_BARRIERS = ("coarse", "fast")
 # The plain off path's KV from a batch's second plain step on (sglang_plugin/hooks_plain.py):
-# "release" (default since session 13) gives the spec reserve back and allocates as the plain
-# server does, one slot per request per step (H200, session 13: its preparation costs what
-# plain's does, 0.19-0.24 ms per MoE step vs reserve's 0.28-0.42); "reserve" keeps each
-# request's spec reserve topped up by SGLang's spec preparation (session 12).
+# "reserve" (default) keeps each request's spec reserve topped up by SGLang's spec preparation
+# (session 12); "release" gives it back and allocates as the plain server does, one slot per
+# request per step. H200, session 13 (MoE layout, 1 and 4 requests, 3 pairs each): release
+# prepares a step at plain's cost (0.19-0.24 ms vs reserve's 0.28-0.42) but its steps were no
+# faster (paired medians 0.91x / 0.97x of plain vs reserve's 1.02x / 1.00x); lossless there
+# and in session 13's four-way tables, flapping included.
 PLAIN_KV = ("reserve", "release")
 
 # Upper bounds that catch typos ("--adaptive-spec-threshold 1e9") without limiting real use.
@@ -90,7 +92,7 @@ class AdaptiveSpecConfig:
     # "plain" (the scheduler runs the off step as a plain decode batch).
     off_path: str = "plain"
     off_barrier: str = "coarse"
-    plain_kv: str = "release"
+    plain_kv: str = "reserve"
     # Goodput policy: optional TPOT target in milliseconds.
     tpot_slo_ms: Optional[float] = None
 

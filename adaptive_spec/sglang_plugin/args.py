@@ -85,9 +85,9 @@ _CHOICE_FLAGS = {
     ),
     "plain_kv": (
         PLAIN_KV,
-        "With the plain off path, from a batch's second plain step on: give each request's spec KV "
-        "reserve back and allocate as the plain server does (release, default) or keep the reserve "
-        "topped up by SGLang's spec preparation (reserve).",
+        "With the plain off path, from a batch's second plain step on: keep each request's spec KV "
+        "reserve topped up by SGLang's spec preparation (reserve, default) or give it back and "
+        "allocate as the plain server does (release).",
     ),
 }
 

@@ -2,8 +2,8 @@
 # GPU machine nvidia-h200-x2, session 13 (2026-11-30). Session 13 ran call_s12.sh g (its fifth
 # server did not fit on one GPU), t, and a (rewritten in session 13: the four-server goodput
 # table with the plain off path, and the plain-kv A/B on the MoE layout); then this:
-#   r  (~8 min) the new defaults (off path plain, plain KV release, session 13) in the four-way
-#      table: GPU 0, dense dial 0.7: plain, eagle3, goodput, and flapping every 8 steps
+#   r  (~6 min) the off path plain with plain KV release (the defaults when it ran, commit
+#      1bf09c0; plain KV went back to reserve after the MoE A/B of call a) in the four-way table: GPU 0, dense dial 0.7: plain, eagle3, goodput, and flapping every 8 steps
 #      (transitions under release, lossless vs plain), 1 / 16 / 64 / 128 / 256; GPU 1, the
 #      Qwen3-MoE layout (16 layers, random draft: always wrong), plain, eagle3, goodput at
 #      1 / 4 / 16 / 64 (issue 10's cell: session 12 read 0.87-0.96x with reserve).
@@ -16,7 +16,7 @@ r)
   ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 ) & p1=$!
   { wait $p0 && wait $p1; } || { tail -30 "$OUT/build.log"; exit 3; }
   say "models built (code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown})"
-  DEFAULTS="--adaptive-spec-off-path plain --adaptive-spec-plain-kv release"  # spelled out: the defaults since session 13
+  DEFAULTS="--adaptive-spec-off-path plain --adaptive-spec-plain-kv release"  # ran as the defaults; since then plain-kv is reserve again
   sweep 0 defaults-dial-0.7 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
     plain,eagle3,adaptive-spec:goodput,adaptive-spec:flap8 --concurrency 1,16,64,128,256 \
     --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput $DEFAULTS" \
