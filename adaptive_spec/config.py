@@ -86,10 +86,11 @@ class AdaptiveSpecConfig:
     # What a failing hook or policy falls back to for the rest of the run.
     fallback: str = "static"
     verify_backend: str = "sglang"
-    # How a step with drafting off runs: "decode-lean" (ours: the target's plain decode graph,
-    # no draft work, no verify-graph planning), "decode" (the same with SGLang's verify-graph
-    # planning), "sglang" (SGLang's built-in 0-step state, kept for comparison), "direct" or
-    # "plain" (the scheduler runs the off step as a plain decode batch).
+    # How a step with drafting off runs: "plain" (the scheduler runs the off step as a plain
+    # decode batch; decode-lean where that does not apply), "decode-lean" (the target's plain
+    # decode graph inside SGLang's spec step, no draft work, no verify-graph planning),
+    # "decode" (the same with SGLang's verify-graph planning), "sglang" (SGLang's built-in
+    # 0-step state, kept for comparison) or "direct".
     off_path: str = "plain"
     off_barrier: str = "coarse"
     plain_kv: str = "reserve"

@@ -1,5 +1,6 @@
-"""`--adaptive-spec-off-path plain` (session 12, experimental): with drafting off, the step is
-the plain server's decode step, in the scheduler too (SGLang 0.5.16, overlap scheduler).
+"""`--adaptive-spec-off-path plain` (session 12; the default since session 13): with drafting
+off, the step is the plain server's decode step, in the scheduler too (SGLang 0.5.16, overlap
+scheduler).
 
 Why: our other off paths run the target's plain decode graph but inside SGLang's spec-v2 step,
 and the scheduler still treats the batch as a speculative one: a snapshot of every batch field

@@ -173,7 +173,10 @@ def test_every_sixteenth_decision_also_reads_the_threads_cpu_time():
     assert "decide_policy_cpu_us_p50" not in ctl.status()
 
 
-def test_per_position_counts_equal_the_per_request_reference():
+@pytest.mark.parametrize("below, above, as_tuple", [(-1, 2, False), (0, 2, False), (0, 0, False), (0, 0, True)])
+def test_per_position_counts_equal_the_per_request_reference(below, above, as_tuple):
+    """SGLang's counts (0..steps, a list) take the counting fast path; out-of-range values
+    (-1, steps + 2: clamped) the slower one; both must count as the per-request loop does."""
     import random
 
     from adaptive_spec.signals import AcceptanceStats
@@ -182,8 +185,8 @@ def test_per_position_counts_equal_the_per_request_reference():
     history = []
     for _ in range(300):
         steps = rng.choice([0, 1, 2, 3, 7])
-        # out-of-range values too (clamped): -1 and steps + 2
-        history.append((steps, [rng.randint(-1, steps + 2) for _ in range(rng.randint(0, 70))]))
+        results = [rng.randint(below, steps + above) for _ in range(rng.randint(0, 70))]
+        history.append((steps, tuple(results) if as_tuple else results))
     from adaptive_spec.bench.decision_cost import PerRequestCounts
 
     stats, reference = AcceptanceStats(), PerRequestCounts()
@@ -191,6 +194,7 @@ def test_per_position_counts_equal_the_per_request_reference():
         stats.observe(steps, results)
         reference.observe(steps, results)
     assert stats.pos_tries == pytest.approx(reference.tries) and stats.pos_hits == pytest.approx(reference.hits)
+    assert stats.total_accepted_drafts == sum(min(max(c, 0), s) for s, r in history if s > 0 for c in r)
 
 
 def test_status_carries_a_decide_selftest_that_never_calls_the_tp_reducer():
