@@ -15,9 +15,9 @@
 #      plain, eagle3, builtin-adaptive, goodput; GPU 0 dial 0.7, GPU 1 dial 0.5.
 #   ds (~8 min) issue 10 on the DeepSeek-V3 layout (MLA + MoE, 16 layers): plain, eagle3,
 #      goodput at 1 / 4 / 16 / 64; GPU 0 dial 0.7, GPU 1 always-wrong.
-#   fo (~8 min) issue 3's forced-off gap with the session-13 code: GPU 0 dense, plain vs forced
-#      off at 64 / 256, 4 pairs; GPU 1 MoE layout, plain vs forced off at 1 / 4, 3 pairs, with
-#      the phase clocks (where the off step's remaining host time goes).
+#   fo (~8 min) issue 3's forced-off gap with the session-13 code, with the phase clocks (where
+#      the off step's remaining host time goes): GPU 0 dense, plain vs forced off at 64 / 256,
+#      4 pairs; GPU 1 MoE layout, plain vs forced off at 1 / 4, 3 pairs.
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s13.sh r|th|b|ds|fo
 source scripts/device/common.sh
 
@@ -79,14 +79,15 @@ fo)
   ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/al-8b aligned --preset 8b ) & p0=$!
   ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 ) & p1=$!
   { wait $p0 && wait $p1; } || { tail -30 "$OUT/build.log"; exit 3; }
-  sweep 0 off-pinned /tmp/al-8b/target /tmp/al-8b/draft-aligned plain,adaptive-spec:forced-off \
-    --concurrency 64,256 --repeat 4 --time-budget-s 8 --time-budget-from 128:8 > /tmp/sweep-fo0.txt &
+  ( export ADAPTIVE_SPEC_PHASE_TIMING=1
+    sweep 0 off-pinned /tmp/al-8b/target /tmp/al-8b/draft-aligned plain,adaptive-spec:forced-off \
+      --concurrency 64,256 --repeat 4 --time-budget-s 8 --time-budget-from 128:8 > /tmp/sweep-fo0.txt ) &
   RUN_FLAGS+=(--start-timeout-s 360)
   ( export ADAPTIVE_SPEC_PHASE_TIMING=1
     sweep 1 moe-off /tmp/moe-16/target /tmp/moe-16/draft-random plain,adaptive-spec:forced-off \
       --concurrency 1,4 --repeat 3 --time-budget-s 8 > /tmp/sweep-fo1.txt )
   wait; cat /tmp/sweep-fo0.txt /tmp/sweep-fo1.txt | grep -v "^\s*$" | tail -40
-  phases /tmp/logs-moe-off
+  phases /tmp/logs-off-pinned; phases /tmp/logs-moe-off
   pack_logs logs-fo.tar.xz /tmp/logs-off-pinned/*.log /tmp/logs-moe-off/*.log ;;
 *) echo "usage: call_s13.sh r (run) | th|b|ds|fo (prepared)"; exit 2 ;;
 esac

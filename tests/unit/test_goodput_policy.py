@@ -9,7 +9,7 @@ import pytest
 from adaptive_spec import signals
 from adaptive_spec.config import AdaptiveSpecConfig
 from adaptive_spec.controller import Controller
-from adaptive_spec.policy.goodput import GoodputPolicy, StepTimeTable, bucket_of
+from adaptive_spec.policy.goodput import MAX_BUCKET_EXP, GoodputPolicy, StepTimeTable, bucket_of
 from adaptive_spec.signals import AcceptanceStats, LoadSnapshot
 
 
@@ -657,3 +657,24 @@ def test_a_choice_is_reused_only_while_bucket_table_and_probe_schedule_hold():
     assert 300 in fresh_at and 301 in fresh_at  # the bucket change and the return
     gaps = [b - a for a, b in zip(fresh_at, fresh_at[1:])]
     assert max(gaps) <= pol.reuse_for and len(fresh_at) < len(snaps) / 4
+
+
+def test_a_buckets_step_times_in_one_pass_equal_the_per_cell_rules():
+    """`settled_row` (session 13: one pass per bucket after each sync) against the per-cell
+    definitions it replaces in `step_time`: measured and capped by a longer chain with enough
+    samples, else scaled from another bucket, else the prior; never below the floor."""
+    rng = random.Random(11)
+    for trial in range(200):
+        pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=rng.choice([1, 3, 7])))
+        t = pol.table
+        for i in range(len(t.mean)):
+            if rng.random() < 0.4:
+                t.mean[i], t.count[i] = rng.uniform(0.002, 0.05), float(rng.choice([1, 3, 6, 12, 40]))
+        for b in range(MAX_BUCKET_EXP + 1):
+            for k in range(pol.max_steps + 1):
+                ref = t.estimate(b, k)
+                if ref is None:
+                    base = t.estimate(b, 0)
+                    ref = (base if base is not None else 0.01) * (1.0 + pol.PRIOR_STEP_COST * k)
+                ref = max(ref, t.floor(b, k))
+                assert pol.step_time(b, k) == ref, (trial, b, k)
