@@ -150,10 +150,9 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as prom_dir:
         before = os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", prom_dir)
         try:
-            served = (("goodput", dict(policy="goodput", max_steps=3, log_decisions=True), False),
-                      ("goodput", dict(policy="goodput", max_steps=3, log_decisions=True), True),
-                      ("forced off", dict(force="off"), True))  # the forced-off servers' case
-            for _, kwargs, steady in served:
+            goodput = dict(policy="goodput", max_steps=3, log_decisions=True)
+            served = ((goodput, False), (goodput, True), (dict(force="off"), True))  # + the forced-off servers' case
+            for kwargs, steady in served:
                 row = time_policy(AdaptiveSpecConfig(**kwargs), a.calls, metrics=True, steady=steady)
                 row["with"] = "metrics listener (prometheus_client multiprocess files) and decision log"
                 rows.append(row)
