@@ -23,6 +23,11 @@ from typing import Dict, Iterable, List, Tuple
 
 # re-entries kept for the status (most recent last)
 RECENT_REENTRIES = 16
+# Acceptance is kept per drafting round since the last re-entry, the first ACCEPT_WINDOW - 1
+# rounds one by one and the rest together (the steady state): what the stale draft KV costs is
+# the gap between the early rounds and the last column (the first step of a full catch-up,
+# NOTES-reentry-catchup.md, "G0", measured from any server's status).
+ACCEPT_WINDOW = 16
 
 
 @dataclass
@@ -45,6 +50,9 @@ class StalenessLedger:
     requests_total: int = 0
     max_stale: int = 0
     recent: List[Reentry] = field(default_factory=list)
+    rounds_since: int = ACCEPT_WINDOW  # drafting results since the last re-entry (capped)
+    # steps -> [accepted drafts summed per round index, request-rounds per round index]
+    accept_since: Dict[int, Tuple[List[int], List[int]]] = field(default_factory=dict)
 
     def on_off_step(self) -> None:
         self.off_steps += 1
@@ -75,10 +83,23 @@ class StalenessLedger:
         self.recent = (self.recent + [r])[-RECENT_REENTRIES:]
         return r
 
+    def on_reentry_result(self) -> None:
+        """The catch-up step's result was processed: the next drafting result is round 0."""
+        self.rounds_since = 0
+
+    def on_drafting_result(self, steps: int, accepted: int, requests: int) -> None:
+        """A drafting result (`steps` > 0): `accepted` drafts over `requests` requests."""
+        sums, rounds = self.accept_since.setdefault(steps, ([0] * ACCEPT_WINDOW, [0] * ACCEPT_WINDOW))
+        i = min(self.rounds_since, ACCEPT_WINDOW - 1)
+        sums[i] += accepted
+        rounds[i] += requests
+        self.rounds_since = min(self.rounds_since + 1, ACCEPT_WINDOW)
+
     def reset_counts(self) -> None:
         """Zero the re-entry statistics; the per-request notes stay (they describe the KV)."""
         self.reentries = self.stale_total = self.requests_total = self.max_stale = 0
         self.recent = []
+        self.accept_since = {}
 
     def status(self) -> dict:
         return {
@@ -88,4 +109,10 @@ class StalenessLedger:
             "stale_positions_max": self.max_stale,
             "recent": [{"requests": r.requests, "mean": round(r.mean_stale, 2), "max": r.max_stale}
                        for r in self.recent],
+            # per step count: accept length (bonus included) of drafting round i after a
+            # re-entry, i = 0..14, then every later round (and a server that never re-entered)
+            "accept_len_by_round_since_reentry": {
+                str(k): {"accept_len": [round(1.0 + a / n, 3) if n else None for a, n in zip(sums, rounds)],
+                         "request_rounds": rounds}
+                for k, (sums, rounds) in sorted(self.accept_since.items())},
         }

@@ -43,3 +43,30 @@ def test_a_server_that_never_turns_drafting_off_keeps_only_its_current_batch():
     for step in range(10_000):
         led.on_drafting_step([f"r{step}", f"r{step + 1}"])  # each request drafts twice, then ends
     assert set(led.noted) == {"r9999", "r10000"}
+
+
+def test_acceptance_is_kept_per_drafting_round_since_the_last_reentry():
+    """G0 of NOTES-reentry-catchup.md from the status: a server whose drafts accept less right
+    after a re-entry (stale draft KV) shows it as early columns below the last one; the
+    controller feeds the ledger from the results it already processes (catch-up, drafting,
+    off), per step count."""
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.controller import Controller
+    from adaptive_spec.staleness import ACCEPT_WINDOW
+
+    ctl = Controller(AdaptiveSpecConfig())
+    for _ in range(3):  # drafting before any re-entry: steady state
+        ctl.on_result(3, [3, 3], "on")
+    for period in range(4):
+        for _ in range(5):
+            ctl.on_result(0, [0, 0, 0], "off")
+        ctl.on_result(0, [0, 0, 0], "catchup")
+        for i in range(ACCEPT_WINDOW + 4):
+            ctl.on_result(3, [1, 2, 3] if i < 2 else [3, 3, 3], "on")  # the first two rounds stale
+        ctl.on_result(1, [1, 0, 1], "on")  # another step count keeps its own columns
+    row = ctl.status()["reentry"]["accept_len_by_round_since_reentry"]["3"]
+    assert row["accept_len"][:3] == [3.0, 3.0, 4.0] and row["accept_len"][-1] == 4.0
+    assert row["request_rounds"][:2] == [12, 12]  # 4 re-entries x 3 requests
+    assert row["request_rounds"][-1] == 3 * 2 + 4 * 3 * 5  # before any re-entry + rounds 15..19
+    one = ctl.status()["reentry"]["accept_len_by_round_since_reentry"]["1"]
+    assert one["request_rounds"][-1] == 12 and one["accept_len"][-1] == round(1 + 2 / 3, 3)
