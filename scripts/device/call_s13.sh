@@ -15,10 +15,14 @@
 #      plain, eagle3, builtin-adaptive, goodput; GPU 0 dial 0.7, GPU 1 dial 0.5.
 #   ds (~8 min) issue 10 on the DeepSeek-V3 layout (MLA + MoE, 16 layers): plain, eagle3,
 #      goodput at 1 / 4 / 16 / 64; GPU 0 dial 0.7, GPU 1 always-wrong.
+#   g0 (~5 min) what stale draft KV costs (NOTES-reentry-catchup.md, G0): plain, eagle3 and
+#      flapping every 8 and every 32 steps at 1 and 16 requests, GPU 0 the always-right pair,
+#      GPU 1 dial 0.7; read each flapping server's final_status.reentry
+#      .accept_len_by_round_since_reentry (rounds right after a re-entry vs the rest).
 #   fo (~8 min) issue 3's forced-off gap with the session-13 code, with the phase clocks (where
 #      the off step's remaining host time goes): GPU 0 dense, plain vs forced off at 64 / 256,
 #      4 pairs; GPU 1 MoE layout, plain vs forced off at 1 / 4, 3 pairs.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s13.sh r|th|b|ds|fo
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s13.sh r|th|b|ds|g0|fo
 source scripts/device/common.sh
 
 # One sweep per GPU at once: $1 / $2 name and draft dir on GPU 0 (the target beside the draft),
@@ -74,6 +78,24 @@ ds)
   grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-ds-*/*.log \
     | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
   pack_logs logs-ds.tar.xz /tmp/logs-ds-*/*.log ;;
+g0)
+  export DEADLINE_S=${DEADLINE_S:-330} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_two_pairs /tmp/al-8b aligned /tmp/soak-8b dial:0.7 --preset 8b
+  sweep_both stale-aligned /tmp/al-8b/draft-aligned stale-dial-0.7 /tmp/soak-8b/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:flap8,adaptive-spec:flap32 --concurrency 1,16 \
+    --system-args "adaptive-spec:flap8=--adaptive-spec-force flap:8" \
+    --system-args "adaptive-spec:flap32=--adaptive-spec-force flap:32"
+  for f in "$OUT"/sweep-stale-*.json; do python3 - "$f" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for name, s in d["systems"].items():
+    for rank in (s.get("final_status") or [])[:1]:
+        row = (rank.get("reentry") or {}).get("accept_len_by_round_since_reentry")
+        if row:
+            print(sys.argv[1].rsplit("/", 1)[-1], name, json.dumps(row))
+PY
+  done
+  pack_logs logs-g0.tar.xz /tmp/logs-stale-*/*.log ;;
 fo)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
   ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/al-8b aligned --preset 8b ) & p0=$!
@@ -89,7 +111,7 @@ fo)
   wait; cat /tmp/sweep-fo0.txt /tmp/sweep-fo1.txt | grep -v "^\s*$" | tail -40
   phases /tmp/logs-off-pinned; phases /tmp/logs-moe-off
   pack_logs logs-fo.tar.xz /tmp/logs-off-pinned/*.log /tmp/logs-moe-off/*.log ;;
-*) echo "usage: call_s13.sh r (run) | th|b|ds|fo (prepared)"; exit 2 ;;
+*) echo "usage: call_s13.sh r (run) | th|b|ds|g0|fo (prepared)"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
