@@ -107,8 +107,8 @@ def after_init_overlap(ret, sched, *args, **kwargs):
         why = scheduler_ineligible(sched)
     except Exception as exc:  # never in the way of the scheduler's start
         why = f"eligibility check failed: {exc!r}"
-    if why is not None:
-        turn_off(ctl, f"not available here ({why})")
+    if why is not None:  # the default path on a server it cannot serve: expected, not an error
+        turn_off(ctl, f"not available here ({why})", level=logging.WARNING)
         return None
     _state.future_map = sched.future_map
     _state.spec_algorithm = sched.spec_algorithm
@@ -116,13 +116,13 @@ def after_init_overlap(ret, sched, *args, **kwargs):
     return None
 
 
-def turn_off(ctl, why: str) -> None:
+def turn_off(ctl, why: str, level: int = logging.ERROR) -> None:
     """Off steps run as decode-lean from now on (a batch already plain goes back to spec at its
     next preparation)."""
     _state.future_map = None
     if ctl is not None and ctl.cfg.off_path == "plain":
         ctl.cfg = dataclasses.replace(ctl.cfg, off_path="decode-lean")
-    logger.error("adaptive_spec: plain off path %s; off steps run as decode-lean", why)
+    logger.log(level, "adaptive_spec: plain off path %s; off steps run as decode-lean", why)
 
 
 def batch_eligible(batch) -> bool:

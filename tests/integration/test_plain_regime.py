@@ -247,7 +247,7 @@ def test_plain_results_count_in_sglangs_spec_metrics_and_feed_the_controller(mon
     assert ctl.results_seen == 1
 
 
-def test_where_the_regime_cannot_run_it_says_why(monkeypatch):
+def test_where_the_regime_cannot_run_it_says_why(monkeypatch, caplog):
     install(monkeypatch, AdaptiveSpecConfig(force="off", off_path="plain"))
     args = types.SimpleNamespace(page_size=1, speculative_eagle_topk=1, enable_mixed_chunk=False,
                                  enable_dp_attention=False, pp_size=1)
@@ -263,8 +263,12 @@ def test_where_the_regime_cannot_run_it_says_why(monkeypatch):
     sched.future_map.needs_cpu_seq_lens = True
     assert "CPU lengths" in hooks_plain.scheduler_ineligible(sched)
     monkeypatch.setattr(hooks_plain, "_state", types.SimpleNamespace(future_map=None, spec_algorithm=None, publish_as_length=None))
+    caplog.set_level("INFO", logger="adaptive_spec")
     hooks_plain.after_init_overlap(None, sched)  # not available: the off steps run decode-lean
     assert not hooks_plain.active() and state.get_controller().cfg.off_path == "decode-lean"
+    # the default path on a server it cannot serve is expected: one warning line, not an error
+    lines = [r for r in caplog.records if "plain off path" in r.message]
+    assert [(r.levelname, "CPU lengths" in r.message) for r in lines] == [("WARNING", True)]
 
 
 def test_the_plain_hooks_exist_in_sglang_and_load_only_for_this_path():
