@@ -205,14 +205,11 @@ class Controller:
             self.results_seen += 1
             if self.fault == ("result", self.results_seen):
                 raise RuntimeError(f"injected fault ({FAULT_ENV})")
-            acc = self.acceptance
-            accepted_before, rounds_before = acc.total_accepted_drafts, acc.total_rounds
-            acc.observe(steps, correct_drafts_per_req)
+            accepted = self.acceptance.observe(steps, correct_drafts_per_req)
             if mode == "catchup":
                 self.staleness.on_reentry_result()
-            elif steps > 0 and acc.total_rounds > rounds_before:
-                self.staleness.on_drafting_result(steps, acc.total_accepted_drafts - accepted_before,
-                                                  acc.total_rounds - rounds_before)
+            elif accepted is not None:
+                self.staleness.on_drafting_result(steps, accepted, len(correct_drafts_per_req))
             dt = self.timer.tick(steps)
             if mode == "catchup" or self._unsampled > 0:
                 dt = None

@@ -62,9 +62,10 @@ class AcceptanceStats:
     total_accepted_drafts: int = 0
     total_rounds: int = 0  # request-rounds that drafted
 
-    def observe(self, steps: int, correct_drafts_per_req: Sequence[int]) -> None:
+    def observe(self, steps: int, correct_drafts_per_req: Sequence[int]) -> Optional[int]:
+        """Count one result; the drafts it accepted (None: it drafted nothing)."""
         if steps <= 0 or not correct_drafts_per_req:
-            return
+            return None
         n = len(correct_drafts_per_req)
         # A request with c correct drafts tried positions 0..c (those below `steps`) and hit
         # 0..c-1, so all that counts is how many requests had each c, counted in C: as bytes,
@@ -104,6 +105,7 @@ class AcceptanceStats:
             tries[j] += at_least
             at_least -= exact[j]
             hits[j] += at_least
+        return accepted
 
     def per_position(self) -> list[Optional[float]]:
         return [h / t if t else None for h, t in zip(self.pos_hits, self.pos_tries)]

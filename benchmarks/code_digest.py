@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Tuple
 
 ROOTS = ("adaptive_spec/", "kernels/", "benchmarks/", "patches/", "scripts/device/")
-SUFFIXES = (".py", ".sh", ".patch", ".toml")
+SUFFIXES = (".py", ".sh", ".patch")
 
 
 def _wanted(path: str) -> bool:

@@ -113,18 +113,22 @@ def time_policy(cfg: AdaptiveSpecConfig, calls: int, seed: int = 0, metrics: boo
 
         install_metrics(ctl, 0, CollectorRegistry())
     batch_sizes = [64 if steady else rng.choice([1, 4, 16, 64, 128, 256]) for _ in range(calls)]
-    samples = []
+    table = getattr(ctl.policy, "table", None)  # goodput: its step-time table syncs every 32
+    samples, sync_samples = [], []
     for i, bs in enumerate(batch_sizes):
         ctl.on_snapshot(LoadSnapshot(running=bs, waiting=rng.randint(0, 3)))
+        syncs = table.syncs if table is not None else None
         t0 = time.perf_counter_ns()
         k = ctl.decide(bs).steps
         samples.append(time.perf_counter_ns() - t0)
+        if table is not None and table.syncs != syncs:
+            sync_samples.append(samples[-1])
         # feed a result like the server does (acceptance + a step time)
         ctl.acceptance.observe(k, [rng.randint(0, k) for _ in range(min(bs, 8))])
         if hasattr(ctl.policy, "observe_step_time"):
             ctl.policy.observe_step_time(bs, k, 0.008 + 0.0001 * k)
     samples.sort()
-    return {
+    row = {
         "policy": cfg.policy if cfg.force is None else f"forced {cfg.force}",
         "calls": calls,
         "batch_sizes": "64" if steady else "1..256, drawn per call",
@@ -132,6 +136,9 @@ def time_policy(cfg: AdaptiveSpecConfig, calls: int, seed: int = 0, metrics: boo
         "us_p99": round(samples[int(0.99 * len(samples))] / 1000, 2),
         "us_mean": round(sum(samples) / len(samples) / 1000, 2),
     }
+    if sync_samples:  # the decisions that also merged the step-time table (goodput)
+        row["us_median_sync_decisions"] = round(statistics.median(sync_samples) / 1000, 2)
+    return row
 
 
 def main(argv=None):
