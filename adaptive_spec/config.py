@@ -39,8 +39,11 @@ OFF_BARRIERS = ("coarse", "fast")
 # request per step. H200, session 13 (MoE layout, 1 and 4 requests, 3 pairs each): release
 # prepares a step at plain's cost (0.19-0.24 ms vs reserve's 0.28-0.42) but its steps were no
 # faster (paired medians 0.91x / 0.97x of plain vs reserve's 1.02x / 1.00x); lossless there
-# and in session 13's four-way tables, flapping included.
-PLAIN_KV = ("reserve", "release")
+# and in session 13's four-way tables, flapping included. "lazy" (session 14) keeps the reserve
+# but tops it up only when a request has used it up (SGLang's top-up fills it to 2 x the draft
+# tokens, so most plain steps allocate nothing): a step prepared without SGLang's per-request
+# loop, host tensors and slot-assignment kernel.
+PLAIN_KV = ("reserve", "release", "lazy")  # appended: the status wire codes are indices
 
 # Upper bounds that catch typos ("--adaptive-spec-threshold 1e9") without limiting real use.
 MAX_BATCH_LEVEL = 1 << 20

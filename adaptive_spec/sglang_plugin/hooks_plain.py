@@ -160,6 +160,8 @@ def around_prepare_for_decode(orig, batch, *args, **kwargs):
         return orig(batch, *args, **kwargs)
     if plain_before and ctl.cfg.plain_kv == "release":
         return _prepare_as_plain_server(orig, batch, *args, **kwargs)
+    if plain_before and ctl.cfg.plain_kv == "lazy" and _reserve_holds_the_step(batch):
+        return _prepare_from_reserve(batch)
     if plain_before:
         batch.spec_algorithm = _state.spec_algorithm  # SGLang's spec preparation: the KV top-up
     ret = orig(batch, *args, **kwargs)
@@ -193,6 +195,39 @@ def _to_plain_step(batch, lengths_on_batch: bool) -> None:
     if batch.seq_lens_cpu is not None:
         batch.seq_lens_cpu = batch.seq_lens_cpu + 1
     batch.seq_lens_sum = None
+
+
+def _reserve_holds_the_step(batch) -> bool:
+    """Whether every request already holds the slot a plain step writes (the one at its KV
+    length). After a plain step the host's committed lengths are exact (plain counts its token
+    at preparation); a request merged in since (a prefill) holds no reserve yet: False."""
+    return all(req.kv.kv_allocated_len > req.kv_committed_len for req in batch.reqs)
+
+
+def _prepare_from_reserve(batch) -> None:
+    """`--adaptive-spec-plain-kv lazy`: a plain step after a plain step that writes a slot the
+    request already holds. What SGLang's spec preparation does besides topping the reserve up
+    (ScheduleBatch.prepare_for_decode's head and eagle_prepare_for_decode, 0.5.16), then the
+    plain step's own bookkeeping; the top-up (a per-request loop, two host tensors copied to the
+    GPU, the slot-assignment kernel) runs only at the step where some request has used up its
+    reserve (SGLang fills it to twice the draft tokens: one top-up per ~7 steps at 3 steps)."""
+    batch.forward_mode = _forward_mode_decode()
+    batch.input_embeds = None
+    if getattr(batch, "attn_cp_metadata", None) is not None:
+        batch.attn_cp_metadata = None
+    batch.maybe_evict_swa()
+    if batch.sampling_info.penalizer_orchestrator.is_required:
+        batch.cumulate_penalty_output_tokens()
+    for req in batch.reqs:
+        req.decode_batch_idx += 1
+    _to_plain_step(batch, lengths_on_batch=True)
+
+
+@functools.lru_cache(maxsize=None)
+def _forward_mode_decode():
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode
+
+    return ForwardMode.DECODE
 
 
 def _prepare_as_plain_server(orig, batch, *args, **kwargs):

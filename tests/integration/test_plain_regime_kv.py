@@ -160,7 +160,7 @@ class Sim:
         return self.allocator.available_size()
 
 
-@pytest.mark.parametrize("plain_kv", ["reserve", "release"])
+@pytest.mark.parametrize("plain_kv", ["reserve", "release", "lazy"])
 @pytest.mark.parametrize("force", ["flap:1", "flap:8", "off", "flap:3"])
 def test_no_slot_is_lost_or_shared_over_many_switching_steps(monkeypatch, force, plain_kv):
     install(monkeypatch, AdaptiveSpecConfig(force=force, off_path="plain", plain_kv=plain_kv))
@@ -193,3 +193,49 @@ def test_plain_steps_keep_the_spec_reserve_and_decide_once_per_step(monkeypatch)
     assert sim.plain_steps == 16 and sim.plain_headroom >= RESERVE - 1
     assert sim.release_all() == sim.free_at_start
     assert state.get_controller().decision_count == 40
+
+
+def count_top_ups(monkeypatch):
+    """Counts SGLang's spec KV top-ups (alloc_for_spec_decode calls from its spec preparation)."""
+    import sglang.srt.speculative.eagle_utils as eagle_utils
+
+    calls = []
+    real = eagle_utils.alloc_for_spec_decode
+    monkeypatch.setattr(eagle_utils, "alloc_for_spec_decode", lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls
+
+
+def test_lazy_reserve_tops_up_only_when_a_request_has_used_it_up(monkeypatch):
+    """`--adaptive-spec-plain-kv lazy`: a long plain run writes every token into a slot its
+    request holds while SGLang's top-up runs about once per RESERVE - 1 steps (reserve: every
+    step); the first drafting step after it gets the full reserve back; nothing leaks."""
+    install(monkeypatch, AdaptiveSpecConfig(force="flap:64", off_path="plain", plain_kv="lazy"))
+    top_ups = count_top_ups(monkeypatch)
+    sim = Sim(monkeypatch)
+    sim.run(64)  # drafting steps
+    before = len(top_ups)
+    assert before == 64, "every drafting step tops up (SGLang's own preparation)"
+    sim.run(63)  # plain steps (the first is prepared by SGLang's spec preparation)
+    plain_top_ups = len(top_ups) - before
+    assert sim.plain_steps == 63 and sim.plain_headroom == 0  # the last held slot written, none past it
+    assert 63 // RESERVE <= plain_top_ups <= 63 // (RESERVE - 1) + 1, plain_top_ups
+    sim.run(1 + 1)  # the last plain step, then the first drafting step after them
+    assert all(r.kv.kv_allocated_len - r.kv_committed_len >= K + 1 for r in sim.batch.reqs)
+    assert sim.release_all() == sim.free_at_start
+
+
+def test_lazy_reserve_tops_up_a_request_that_holds_none(monkeypatch):
+    """A request that joins a plain batch holds exactly its KV (a prefill's allocation): the
+    next plain step is prepared by SGLang's top-up, not from the reserve; nothing leaks."""
+    install(monkeypatch, AdaptiveSpecConfig(force="off", off_path="plain", plain_kv="lazy"))
+    top_ups = count_top_ups(monkeypatch)
+    sim = Sim(monkeypatch)
+    sim.run(3)
+    req = sim.batch.reqs[2]  # as if it had just been prefilled and merged: no reserve
+    sim.allocator.free(sim.pool.req_to_token[req.req_pool_idx, req.kv_committed_len:req.kv.kv_allocated_len])
+    req.kv.kv_allocated_len = req.kv_committed_len
+    before = len(top_ups)
+    sim.run(1)
+    assert len(top_ups) == before + 1 and req.kv.kv_allocated_len > req.kv_committed_len
+    sim.run(20)
+    assert sim.release_all() == sim.free_at_start

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# GPU machine nvidia-h200-x2, session 14 (2026-11-30). Cases:
+#   lz (~9 min) `--adaptive-spec-plain-kv lazy` (new this session: the plain off step tops the
+#      spec KV reserve up only when a request has used it up) against reserve (the default) and
+#      the plain server, forced off, with the phase clocks (prepare_for_decode is where reserve
+#      paid more than plain in session 13): GPU 0 dense, 64 / 256 requests, 4 repeats; GPU 1
+#      the Qwen3-MoE layout (16 layers, random draft), 1 / 4 requests, 4 repeats.
+# call_s13.sh th | b | ds | g0 run on the defaults of the code they travel with.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s14.sh lz
+source scripts/device/common.sh
+
+case "${1:-}" in
+lz)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/al-8b aligned --preset 8b ) & p0=$!
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 ) & p1=$!
+  { wait $p0 && wait $p1; } || { tail -30 "$OUT/build.log"; exit 3; }
+  say "models built (code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown})"
+  OFF="--adaptive-spec-force off --adaptive-spec-off-path plain"
+  SYSTEMS=plain,adaptive-spec:off-reserve,adaptive-spec:off-lazy
+  KV_ARGS=(--system-args "adaptive-spec:off-reserve=$OFF --adaptive-spec-plain-kv reserve"
+           --system-args "adaptive-spec:off-lazy=$OFF --adaptive-spec-plain-kv lazy")
+  sweep 0 lazy-dense /tmp/al-8b/target /tmp/al-8b/draft-aligned $SYSTEMS "${KV_ARGS[@]}" \
+    --concurrency 64,256 --repeat 4 --time-budget-s 7 --time-budget-from 256:7 > /tmp/sweep-lz0.txt &
+  RUN_FLAGS+=(--start-timeout-s 360)
+  sweep 1 lazy-moe /tmp/moe-16/target /tmp/moe-16/draft-random $SYSTEMS "${KV_ARGS[@]}" \
+    --concurrency 1,4 --repeat 4 --time-budget-s 7 > /tmp/sweep-lz1.txt
+  wait; cat /tmp/sweep-lz0.txt /tmp/sweep-lz1.txt | grep -v "^\s*$" | tail -40
+  phases /tmp/logs-lazy-dense; phases /tmp/logs-lazy-moe
+  grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-lazy-*/*.log \
+    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
+  pack_logs logs-lz.tar.xz /tmp/logs-lazy-*/*.log ;;
+*) echo "usage: call_s14.sh lz"; exit 2 ;;
+esac
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$1"
+say "done $1"
