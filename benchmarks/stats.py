@@ -318,18 +318,19 @@ def _mean_ci95(qs: Sequence[float]) -> tuple:
     return m, _t95(len(qs) - 1) * sd / len(qs) ** 0.5
 
 
-def paired_ratios(rows: Sequence[dict]) -> List[dict]:
+def paired_ratios(rows: Sequence[dict], reference: Sequence[str] = ("plain",)) -> List[dict]:
     """Per system and level measured more than once (--repeat): output tok/s over plain's in
-    the same repeat, with the mean and the half-width of its 95% t interval. Repeats run back
+    the same repeat (`reference` ("plain", "eagle3"): over the better of the two in that repeat,
+    the envelope), with the mean and the half-width of its 95% t interval. Repeats run back
     to back, so slow drift (clocks, fragmentation, the machine's other GPU) hits both sides of
     a pair alike; the interval is over repeats, not over requests."""
     out = []
     groups: Dict[tuple, List[float]] = {}
-    plain = {level_key(r): r.get("output_tok_s") for r in rows if r.get("system") == "plain"}
+    ref = envelope(rows, systems=tuple(reference))
     for r in rows:
-        if r.get("system") == "plain" or r.get("repeat") is None:
+        if r.get("system") in reference or r.get("repeat") is None:
             continue
-        q = ratio(r.get("output_tok_s"), plain.get(level_key(r)))
+        q = ratio(r.get("output_tok_s"), ref.get(level_key(r)))
         if q is not None:
             groups.setdefault((r["system"], r.get("concurrency"), r.get("request_rate")), []).append(q)
     for (system, n, rate), qs in groups.items():

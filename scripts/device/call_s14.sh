@@ -5,8 +5,13 @@
 #      the plain server, forced off, with the phase clocks (prepare_for_decode is where reserve
 #      paid more than plain in session 13): GPU 0 dense, 64 / 256 requests, 4 repeats; GPU 1
 #      the Qwen3-MoE layout (16 layers, random draft), 1 / 4 requests, 4 repeats.
+#   tg (~9 min) issue 3's threshold table on the plain off path, with flapping every 8 steps
+#      in the always-right column (its accept length in the drafting steps vs eagle3's, lossless,
+#      and the stale draft KV's cost: acceptance by drafting round since re-entry): GPU 0
+#      always-right draft, plain, eagle3, threshold (the default policy), flap8; GPU 1
+#      always-wrong draft, plain, eagle3, threshold, goodput; 1 / 16 / 64 / 128 / 256.
 # call_s13.sh th | b | ds | g0 run on the defaults of the code they travel with.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s14.sh lz
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s14.sh lz|tg
 source scripts/device/common.sh
 
 case "${1:-}" in
@@ -30,7 +35,30 @@ lz)
   grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-lazy-*/*.log \
     | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
   pack_logs logs-lz.tar.xz /tmp/logs-lazy-*/*.log ;;
-*) echo "usage: call_s14.sh lz"; exit 2 ;;
+tg)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_two_pairs /tmp/al-8b aligned /tmp/rw-8b random --preset 8b
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  sweep 0 threshold-aligned /tmp/al-8b/target /tmp/al-8b/draft-aligned \
+    plain,eagle3,adaptive-spec:threshold,adaptive-spec:flap8 --concurrency 1,16,64,128,256 \
+    --system-args "adaptive-spec:flap8=--adaptive-spec-force flap:8" > /tmp/sweep-tg0.txt &
+  sweep 1 threshold-random /tmp/rw-8b/target /tmp/rw-8b/draft-random \
+    plain,eagle3,adaptive-spec:threshold,adaptive-spec:goodput --concurrency 1,16,64,128,256 \
+    --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > /tmp/sweep-tg1.txt
+  wait; cat /tmp/sweep-tg0.txt /tmp/sweep-tg1.txt | grep -v "^\s*$" | tail -60
+  python3 - "$OUT"/sweep-threshold-aligned.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for name, s in d["systems"].items():
+    for rank in (s.get("final_status") or [])[:1]:
+        row = (rank.get("reentry") or {}).get("accept_len_by_round_since_reentry")
+        if row:
+            print(name, "accept length by drafting round since re-entry:", json.dumps(row))
+PY
+  grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-threshold-*/*.log \
+    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
+  pack_logs logs-tg.tar.xz /tmp/logs-threshold-*/*.log ;;
+*) echo "usage: call_s14.sh lz|tg"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"

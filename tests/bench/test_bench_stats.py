@@ -176,6 +176,18 @@ def test_repeats_pair_with_plain_of_the_same_repeat():
     assert st.paired_ratios([{"system": "ours", "concurrency": 1, "output_tok_s": 1.0}]) == []
 
 
+def test_repeats_pair_with_the_better_of_plain_and_eagle3_in_the_same_repeat():
+    # eagle3 wins the first repeat, plain the second: each pair's reference is that repeat's best
+    rows = []
+    for k, (plain, eagle3, ours) in enumerate(((1000.0, 2000.0, 1900.0), (3000.0, 2500.0, 3000.0))):
+        rows += [{"system": "plain", "concurrency": 16, "repeat": k, "output_tok_s": plain},
+                 {"system": "eagle3", "concurrency": 16, "repeat": k, "output_tok_s": eagle3},
+                 {"system": "ours", "concurrency": 16, "repeat": k, "output_tok_s": ours}]
+    (p,) = st.paired_ratios(rows, ("plain", "eagle3"))
+    assert p["system"] == "ours" and p["ratios"] == [0.95, 1.0] and p["mean"] == approx(0.975)
+    assert {q["system"] for q in st.paired_ratios(rows)} == {"eagle3", "ours"}  # vs plain alone
+
+
 def test_pairs_of_one_system_pool_over_runs_that_named_it_differently():
     def run(name, ratios, n=64):
         rows = []
