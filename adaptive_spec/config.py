@@ -44,6 +44,11 @@ OFF_BARRIERS = ("coarse", "fast")
 # tokens, so most plain steps allocate nothing): a step prepared without SGLang's per-request
 # loop, host tensors and slot-assignment kernel.
 PLAIN_KV = ("reserve", "release", "lazy")  # appended: the status wire codes are indices
+# With the plain off path, how a prefill runs while drafting is off (sglang_plugin/hooks_plain.py,
+# session 14): "spec" (SGLang's: the target with its hidden states captured, then the draft's
+# own prefill) or "plain" (the plain server's prefill: no draft work; the draft's KV for those
+# prompts is not written, which can lower those requests' acceptance once drafting resumes).
+OFF_PREFILLS = ("spec", "plain")
 
 # Upper bounds that catch typos ("--adaptive-spec-threshold 1e9") without limiting real use.
 MAX_BATCH_LEVEL = 1 << 20
@@ -97,6 +102,7 @@ class AdaptiveSpecConfig:
     off_path: str = "plain"
     off_barrier: str = "coarse"
     plain_kv: str = "reserve"
+    off_prefill: str = "spec"
     # Goodput policy: optional TPOT target in milliseconds.
     tpot_slo_ms: Optional[float] = None
 
@@ -226,6 +232,9 @@ class AdaptiveSpecConfig:
                               f"unknown barrier {self.off_barrier!r} (choose from {', '.join(OFF_BARRIERS)})")
         if self.plain_kv not in PLAIN_KV:
             raise ConfigError(flag_name("plain_kv"), f"unknown choice {self.plain_kv!r} (choose from {', '.join(PLAIN_KV)})")
+        if self.off_prefill not in OFF_PREFILLS:
+            raise ConfigError(flag_name("off_prefill"),
+                              f"unknown choice {self.off_prefill!r} (choose from {', '.join(OFF_PREFILLS)})")
         if self.tpot_slo_ms is not None:
             _check_float("tpot_slo_ms", self.tpot_slo_ms, 0.01, 1e6)
 
@@ -252,7 +261,7 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
         if isinstance(value, bool):
             return value
         raise ConfigError(flag, f"must be true or false, got {value!r}")
-    if key in ("policy", "force", "fallback", "verify_backend", "off_path", "off_barrier", "plain_kv"):
+    if key in ("policy", "force", "fallback", "verify_backend", "off_path", "off_barrier", "plain_kv", "off_prefill"):
         if isinstance(value, str):
             return value
         raise ConfigError(flag, f"must be a string, got {value!r}")

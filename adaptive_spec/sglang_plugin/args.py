@@ -13,7 +13,7 @@ import os
 import tempfile
 from typing import Optional
 
-from ..config import OFF_BARRIERS, OFF_PATHS, PLAIN_KV, AdaptiveSpecConfig, ConfigError, FALLBACKS, POLICIES, VERIFY_BACKENDS
+from ..config import OFF_BARRIERS, OFF_PATHS, OFF_PREFILLS, PLAIN_KV, AdaptiveSpecConfig, ConfigError, FALLBACKS, POLICIES, VERIFY_BACKENDS
 
 def _int_or_off(text: str):
     if text == "off":
@@ -89,6 +89,13 @@ _CHOICE_FLAGS = {
         "reserve topped up by SGLang's spec preparation every step (reserve, default), only when a "
         "request has used it up (lazy: most plain steps allocate nothing), or give it back and "
         "allocate as the plain server does (release).",
+    ),
+    "off_prefill": (
+        OFF_PREFILLS,
+        "With the plain off path, a prefill while drafting is off: SGLang's spec prefill (spec, "
+        "default: the target keeps its hidden states and the draft prefills too) or the plain "
+        "server's (plain: no draft work; those prompts get no draft KV, which can lower their "
+        "acceptance once drafting resumes; lossless either way).",
     ),
 }
 

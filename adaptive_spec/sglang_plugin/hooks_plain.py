@@ -175,6 +175,35 @@ def around_prepare_for_decode(orig, batch, *args, **kwargs):
     return ret
 
 
+def after_prepare_for_extend(ret, batch, *args, **kwargs):
+    """AFTER hook on ScheduleBatch.prepare_for_extend: with `--adaptive-spec-off-prefill plain`,
+    a prefill while drafting is off runs as the plain server's (SGLang prepares a prefill the
+    same way for both; the spec step differs in the worker: the target keeps every token's
+    hidden states and the draft prefills the prompt, eager). Off means the last decision was
+    0 steps, the same on every TP rank. The batch stays plain until it merges (before_merge_batch)
+    or, as the running batch, until its first decode preparation (a plain batch's)."""
+    ctl = get_controller()
+    if not active() or ctl is None or ctl.cfg.off_path != "plain" or ctl.cfg.off_prefill != "plain":
+        return None
+    last = ctl.last
+    if last is None or last.steps != 0 or not batch.forward_mode.is_extend() or not batch_eligible(batch):
+        return None
+    if batch.chunked_req is not None:  # a prompt in chunks: left to SGLang (its chunks' draft KV)
+        return None
+    batch.spec_algorithm = sglang_names().no_spec
+    setattr(batch, PLAIN_MARK, True)
+    return None
+
+
+def before_merge_batch(batch, other, *args, **kwargs):
+    """BEFORE hook on ScheduleBatch.merge_batch: a plain prefill merging into a spec batch takes
+    the spec regime's draft input, keyed on its request slots (its length and first token are
+    in the future map; its draft state is not: the first drafting step after it is a catch-up
+    step, see hooks_offpath.plain_prefill_step)."""
+    if getattr(other, PLAIN_MARK, False) and other.spec_algorithm.is_none() and batch.spec_info is not None:
+        _back_to_spec(other)
+
+
 def _to_plain_step(batch, lengths_on_batch: bool) -> None:
     """After SGLang's spec preparation: make the batch the plain server's prepared decode batch."""
     if not lengths_on_batch:

@@ -40,6 +40,8 @@ PLAIN_HOOKS = (
     (f"{SCHEDULER}.init_overlap", "hooks_plain.after_init_overlap", "AFTER"),
     (f"{SCHEDULER}.update_running_batch", "hooks_plain.before_update_running_batch", "BEFORE"),
     ("sglang.srt.managers.schedule_batch.ScheduleBatch.prepare_for_decode", "hooks_plain.around_prepare_for_decode", "AROUND"),
+    ("sglang.srt.managers.schedule_batch.ScheduleBatch.prepare_for_extend", "hooks_plain.after_prepare_for_extend", "AFTER"),
+    ("sglang.srt.managers.schedule_batch.ScheduleBatch.merge_batch", "hooks_plain.before_merge_batch", "BEFORE"),
     (f"{OVERLAP}.resolve_forward_inputs", "hooks_plain.around_resolve_forward_inputs", "AROUND"),
     (f"{OVERLAP}.FutureMap.publish", "hooks_plain.around_publish", "AROUND"),
     (f"{OVERLAP}.FutureMap.stash", "hooks_plain.around_stash", "AROUND"),

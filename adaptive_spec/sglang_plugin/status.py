@@ -13,7 +13,7 @@ import logging
 
 from fastapi import Request  # resolved from module globals by FastAPI (annotations are strings)
 
-from ..config import OFF_BARRIERS, OFF_PATHS, PLAIN_KV, AdaptiveSpecConfig, ConfigError
+from ..config import OFF_BARRIERS, OFF_PATHS, OFF_PREFILLS, PLAIN_KV, AdaptiveSpecConfig, ConfigError
 from .state import get_controller
 
 logger = logging.getLogger("adaptive_spec")
@@ -24,7 +24,7 @@ PREFIX = "adaptive_spec."
 # whose step counts were built (a server started with goodput can switch to threshold).
 RUNTIME_KEYS = ("policy",
     "threshold", "queue_threshold", "hysteresis", "min_accept_len", "reprobe_interval",
-    "reprobe_steps", "log_decisions", "force", "fallback", "tpot_slo_ms", "off_path", "off_barrier", "plain_kv",
+    "reprobe_steps", "log_decisions", "force", "fallback", "tpot_slo_ms", "off_path", "off_barrier", "plain_kv", "off_prefill",
 )  # fmt: skip
 # Keys whose 0 means "unset" on the wire.
 _ZERO_IS_NONE = ("queue_threshold", "hysteresis", "min_accept_len", "tpot_slo_ms")
@@ -69,6 +69,8 @@ def encode_changes(new: AdaptiveSpecConfig, keys) -> dict:
             value = OFF_BARRIERS.index(value)
         elif key == "plain_kv":
             value = PLAIN_KV.index(value)
+        elif key == "off_prefill":
+            value = OFF_PREFILLS.index(value)
         elif key == "policy":
             value = 1 if value == "goodput" else 0
         elif key == "log_decisions":
@@ -93,6 +95,8 @@ def decode_changes(numbers: dict) -> dict:
             value = OFF_BARRIERS[int(value)]
         elif key == "plain_kv":
             value = PLAIN_KV[int(value)]
+        elif key == "off_prefill":
+            value = OFF_PREFILLS[int(value)]
         elif key == "policy":
             value = "goodput" if value else "threshold"
         elif key == "log_decisions":

@@ -10,8 +10,16 @@
 #      and the stale draft KV's cost: acceptance by drafting round since re-entry): GPU 0
 #      always-right draft, plain, eagle3, threshold (the default policy), flap8; GPU 1
 #      always-wrong draft, plain, eagle3, threshold, goodput; 1 / 16 / 64 / 128 / 256.
+#   pp (~9 min) `--adaptive-spec-off-prefill plain` (new this session: a prefill while drafting
+#      is off runs as the plain server's, no draft prefill; `lz` showed the off step's
+#      preparation at plain's cost with lazy, yet forced off still 0.90x of plain at 64, and its
+#      phase clocks put the extra time in the spec worker around prefills): GPU 0 dense
+#      always-right pair, plain, forced off (lazy), forced off (lazy, plain prefill), flapping
+#      every 8 steps (lazy, plain prefill: lossless across prefills of both kinds), 64 / 256,
+#      3 repeats; GPU 1 dense dial 0.7, plain, eagle3, goodput (defaults), goodput (lazy, plain
+#      prefill), 1 / 16 / 64 / 128 / 256.
 # call_s13.sh th | b | ds | g0 run on the defaults of the code they travel with.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s14.sh lz|tg
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s14.sh lz|tg|pp
 source scripts/device/common.sh
 
 case "${1:-}" in
@@ -58,7 +66,27 @@ PY
   grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-threshold-*/*.log \
     | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
   pack_logs logs-tg.tar.xz /tmp/logs-threshold-*/*.log ;;
-*) echo "usage: call_s14.sh lz|tg"; exit 2 ;;
+pp)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_two_pairs /tmp/al-8b aligned /tmp/soak-8b dial:0.7 --preset 8b
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  LAZY="--adaptive-spec-plain-kv lazy"; PP="$LAZY --adaptive-spec-off-prefill plain"
+  ( export ADAPTIVE_SPEC_PHASE_TIMING=1; sweep 0 prefill-off /tmp/al-8b/target /tmp/al-8b/draft-aligned \
+    plain,adaptive-spec:off-lazy,adaptive-spec:off-pp,adaptive-spec:flap8-pp \
+    --concurrency 64,256 --repeat 3 --time-budget-s 7 --time-budget-from 256:7 \
+    --system-args "adaptive-spec:off-lazy=--adaptive-spec-force off $LAZY" \
+    --system-args "adaptive-spec:off-pp=--adaptive-spec-force off $PP" \
+    --system-args "adaptive-spec:flap8-pp=--adaptive-spec-force flap:8 $PP" > /tmp/sweep-pp0.txt ) &
+  sweep 1 prefill-goodput /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput,adaptive-spec:goodput-pp --concurrency 1,16,64,128,256 \
+    --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" \
+    --system-args "adaptive-spec:goodput-pp=--adaptive-spec-policy goodput $PP" > /tmp/sweep-pp1.txt
+  wait; cat /tmp/sweep-pp0.txt /tmp/sweep-pp1.txt | grep -v "^\s*$" | tail -60
+  phases /tmp/logs-prefill-off > /dev/null
+  grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-prefill-*/*.log \
+    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
+  pack_logs logs-pp.tar.xz /tmp/logs-prefill-*/*.log ;;
+*) echo "usage: call_s14.sh lz|tg|pp"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"

@@ -1,0 +1,121 @@
+"""`--adaptive-spec-off-prefill plain` (hooks_plain.after_prepare_for_extend, before_merge_batch;
+hooks_offpath.plain_prefill_step): a prefill while drafting is off runs as the plain server's,
+against real SGLang 0.5.16 objects on the CPU (ScheduleBatch, EagleDraftInput, FutureMap; no
+model runs: the target worker's forward is a recorder)."""
+
+import dataclasses
+import types
+
+import pytest
+import torch
+
+from adaptive_spec.config import AdaptiveSpecConfig
+from adaptive_spec.sglang_plugin import hooks_offpath, hooks_plain, state
+
+from .test_offpath_bookkeeping import install, run_steps
+from .test_plain_regime import future_map, spec_batch  # noqa: F401 (future_map: a fixture)
+
+PLAIN_PREFILL = dict(off_path="plain", off_prefill="plain")
+
+
+def prefill_batch(fm, rows):
+    """A prefill batch as the scheduler builds it on a spec server (before its forward)."""
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode
+
+    batch = spec_batch(fm, rows, committed=[8] * len(rows))
+    batch.spec_info = None
+    batch.forward_mode = ForwardMode.EXTEND
+    return batch
+
+
+def decided(cfg_changes, batch_size=4):
+    """The controller after one decode decision under these settings."""
+    ctl = state.get_controller()
+    ctl.update_settings(dataclasses.replace(ctl.cfg, **cfg_changes))
+    ctl.decide(batch_size)
+    return ctl
+
+
+def test_a_prefill_while_drafting_is_off_is_prepared_as_the_plain_servers(monkeypatch, future_map):
+    install(monkeypatch, AdaptiveSpecConfig(force="off", **PLAIN_PREFILL))
+    decided({})
+    batch = prefill_batch(future_map, rows=[2, 5])
+    hooks_plain.after_prepare_for_extend(None, batch)
+    assert batch.spec_algorithm.is_none() and batch._as_plain
+
+
+@pytest.mark.parametrize("why", ["drafting on", "spec prefill chosen", "no decision yet", "a chunked prompt",
+                                 "logprobs asked", "path off"])
+def test_other_prefills_stay_sglangs(monkeypatch, future_map, why):
+    install(monkeypatch, AdaptiveSpecConfig(force="off", **PLAIN_PREFILL))
+    batch = prefill_batch(future_map, rows=[2, 5])
+    if why == "drafting on":
+        decided({"force": "on"})
+    elif why == "spec prefill chosen":
+        decided({"off_prefill": "spec"})
+    elif why == "a chunked prompt":
+        decided({})
+        batch.chunked_req = batch.reqs[0]
+    elif why == "logprobs asked":
+        decided({})
+        batch.return_logprob = True
+    elif why == "path off":
+        decided({})
+        monkeypatch.setattr(hooks_plain._state, "future_map", None)
+    hooks_plain.after_prepare_for_extend(None, batch)
+    assert not batch.spec_algorithm.is_none() and not getattr(batch, "_as_plain", False)
+
+
+def test_a_plain_prefill_merging_into_a_spec_batch_joins_its_draft_input(monkeypatch, future_map):
+    """SGLang merges the draft inputs of the two batches (EagleDraftInput.merge_batch); a plain
+    prefill has none, so it takes one keyed on its request slots: the next spec step gathers its
+    length and first token from the future map like every other request's."""
+    install(monkeypatch, AdaptiveSpecConfig(force="off", **PLAIN_PREFILL))
+    decided({})
+    running = spec_batch(future_map, rows=[1, 3], committed=[10, 20])
+    new = prefill_batch(future_map, rows=[4])
+    hooks_plain.after_prepare_for_extend(None, new)
+    hooks_plain.before_merge_batch(running, new)
+    assert not new.spec_algorithm.is_none() and not new._as_plain
+    running.spec_info.merge_batch(new.spec_info)  # what ScheduleBatch.merge_batch does with them
+    assert running.spec_info.future_indices.tolist() == [1, 3, 4]
+
+
+def test_a_plain_prefill_merging_into_a_plain_batch_stays_plain(monkeypatch, future_map):
+    install(monkeypatch, AdaptiveSpecConfig(force="off", **PLAIN_PREFILL))
+    decided({})
+    running = spec_batch(future_map, rows=[1, 3], committed=[10, 20])
+    hooks_plain._to_plain_step(running, lengths_on_batch=True)  # a plain running batch
+    new = prefill_batch(future_map, rows=[4])
+    hooks_plain.after_prepare_for_extend(None, new)
+    hooks_plain.before_merge_batch(running, new)
+    assert new.spec_algorithm.is_none() and new.spec_info is None and new._as_plain
+
+
+def test_a_plain_prefill_is_the_target_alone_and_the_next_drafting_step_catches_up(monkeypatch, future_map):
+    """The worker runs a plain prefill on the target worker (no hidden states, no draft prefill,
+    not under the decode path), marks the next publish as a KV length, and the draft as stale:
+    the first drafting step after it is a catch-up step."""
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    worker = install(monkeypatch, AdaptiveSpecConfig(force="off", **PLAIN_PREFILL))
+    seen = []
+
+    def target_forward(batch, capture_hidden_mode=None):
+        seen.append((worker._as_decode_path.active, capture_hidden_mode.name))
+        return types.SimpleNamespace(next_token_ids=torch.tensor([1]))
+
+    worker.target_worker = types.SimpleNamespace(forward_batch_generation=target_forward)
+    batch = types.SimpleNamespace(_as_plain=True, spec_algorithm=SpeculativeAlgorithm.NONE, forward_mode=ForwardMode.EXTEND,
+                                  is_extend_in_batch=False, req_pool_indices=torch.tensor([4]), reqs=[object()])
+
+    def sglang_step(*a, **k):
+        raise AssertionError("a plain prefill never enters SGLang's spec step (no draft prefill)")
+
+    hooks_offpath.around_forward_batch_generation(sglang_step, worker, batch)
+    assert seen == [(False, "NULL")] and worker._as_draft_stale
+    assert hooks_plain._state.publish_as_length is batch.req_pool_indices
+    decided({"force": "on"})
+    _, modes = run_steps(worker, [1, 1])
+    assert modes == ["catchup", "on"]
