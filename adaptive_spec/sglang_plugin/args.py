@@ -86,8 +86,8 @@ _CHOICE_FLAGS = {
     "plain_kv": (
         PLAIN_KV,
         "With the plain off path, from a batch's second plain step on: keep each request's spec KV "
-        "reserve topped up by SGLang's spec preparation every step (reserve, default), only when a "
-        "request has used it up (lazy: most plain steps allocate nothing), or give it back and "
+        "reserve topped up by SGLang's spec preparation every step (reserve), only when a request "
+        "has used it up (lazy, default: most plain steps allocate nothing), or give it back and "
         "allocate as the plain server does (release).",
     ),
     "off_prefill": (

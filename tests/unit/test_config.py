@@ -15,9 +15,10 @@ def test_defaults_are_valid_and_round_trip_through_env():
 
 def test_the_default_off_path_is_the_plain_batch_keeping_the_spec_reserve():
     # decided on the GPU in session 13: under goodput, plain made 1.02-1.14x of decode-lean at
-    # 1-256 requests in one run; release's steps were no faster than reserve's (MoE, 3 pairs)
+    # 1-256 requests in one run; release's steps were no faster than reserve's (MoE, 3 pairs);
+    # session 14: lazy prepares at plain's cost, lossless; the prefill stays SGLang's
     cfg = AdaptiveSpecConfig()
-    assert (cfg.off_path, cfg.plain_kv) == ("plain", "reserve")
+    assert (cfg.off_path, cfg.plain_kv, cfg.off_prefill) == ("plain", "lazy", "spec")
 
 
 @pytest.mark.parametrize(
