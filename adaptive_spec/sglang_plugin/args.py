@@ -24,6 +24,15 @@ def _int_or_off(text: str):
         raise argparse.ArgumentTypeError(f"must be an integer or 'off', got {text!r}")
 
 
+def _float_or_off(text: str):
+    if text == "off":
+        return "off"
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number or 'off', got {text!r}")
+
+
 # Config key -> (argparse type, metavar, help).
 _FLAGS = {
     "threshold": (int, "N", "Running batch size at or above which drafting is off (default 32)."),
@@ -39,10 +48,11 @@ _FLAGS = {
         "default threshold/4.",
     ),
     "min_accept_len": (
-        float,
+        _float_or_off,
         "L",
         "Drafting off while the measured mean accept length (bonus token included) is below L; "
-        "re-probed for a few steps every --adaptive-spec-reprobe-interval steps.",
+        "re-probed for a few steps every --adaptive-spec-reprobe-interval steps (default 1.5; "
+        "'off' drafts whatever the acceptance).",
     ),
     "reprobe_interval": (int, "M", "Decode steps between acceptance re-probes while off for low acceptance (default 256)."),
     "reprobe_steps": (int, "P", "Drafting steps per re-probe (default 4)."),
@@ -159,8 +169,9 @@ def config_from_namespace(ns: argparse.Namespace) -> Optional[AdaptiveSpecConfig
         return None
     data = AdaptiveSpecConfig.from_json_file(cfg_path) if cfg_path is not None else {}
     data.update(given)
-    if data.get("queue_threshold") == "off":
-        data["queue_threshold"] = None
+    for key in ("queue_threshold", "min_accept_len"):  # "off" (a flag or the config file): no check
+        if data.get(key) == "off":
+            data[key] = None
     if "max_steps" not in data:
         data["max_steps"] = ns.speculative_num_steps if ns.speculative_num_steps is not None else 3
     return AdaptiveSpecConfig.from_dict(data, source="settings")

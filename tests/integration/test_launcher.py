@@ -40,6 +40,15 @@ def test_full_command_line_plus_ours(tiny_models):
         assert json.load(fh) == {"1": {"candidate_steps": [0, 3]}}
 
 
+def test_off_disables_the_acceptance_floor_and_the_queue_check(tiny_models):
+    target, draft = tiny_models
+    _, cfg = parse_args(eagle_args(target, draft, "--adaptive-spec-min-accept-len", "off",
+                                   "--adaptive-spec-queue-threshold", "off"))
+    assert cfg.min_accept_len is None and cfg.queue_threshold is None
+    _, cfg = parse_args(eagle_args(target, draft, "--adaptive-spec-threshold", "24"))
+    assert cfg.min_accept_len == 1.5  # the default floor
+
+
 def test_our_config_file_and_flags_merge(tiny_models, tmp_path):
     target, draft = tiny_models
     path = tmp_path / "as.json"
@@ -67,7 +76,7 @@ BAD = [
     (["--adaptive-spec-threshold", "many"], "argument --adaptive-spec-threshold: invalid int value"),
     (["--adaptive-spec-queue-threshold", "0"], "--adaptive-spec-queue-threshold: must be >= 1"),
     (["--adaptive-spec-queue-threshold", "x"], "--adaptive-spec-queue-threshold: must be an integer or 'off'"),
-    (["--adaptive-spec-min-accept-len", "abc"], "argument --adaptive-spec-min-accept-len: invalid float value"),
+    (["--adaptive-spec-min-accept-len", "abc"], "argument --adaptive-spec-min-accept-len: must be a number or 'off'"),
     (["--adaptive-spec-policy", "fastest"], "--adaptive-spec-policy: unknown policy 'fastest'"),
     (["--adaptive-spec-config", "/nonexistent/as.json"], "--adaptive-spec-config: file '/nonexistent/as.json' does not exist"),
     (["--adaptive-spec-threshold", "8", "--adaptive-spec-hysteresis", "9"], "--adaptive-spec-hysteresis: 9 must be below"),

@@ -78,6 +78,18 @@ def test_no_acceptance_yet_means_drafting_on():
     assert policy.decide(snap(1), AcceptanceStats()).steps == 3
 
 
+def test_by_default_an_always_wrong_draft_turns_drafting_off():
+    # session 14's threshold table: without a floor, 0.74x / 0.69x of plain at 1 / 16 requests
+    policy = ThresholdPolicy(AdaptiveSpecConfig())
+    acc = AcceptanceStats()
+    acc.observe(3, [0, 0, 0, 0])
+    decisions = [policy.decide(snap(1), acc) for _ in range(300)]
+    assert sum(d.steps == 0 for d in decisions) >= 300 - 2 * 4  # off but for the re-probes
+    assert {d.reason for d in decisions} == {"acceptance", "reprobe"}
+    no_floor = ThresholdPolicy(AdaptiveSpecConfig(min_accept_len=None))
+    assert no_floor.decide(snap(1), acc).steps == 3
+
+
 def test_load_wins_over_reprobe():
     cfg = AdaptiveSpecConfig(threshold=8, queue_threshold=None, min_accept_len=1.5, reprobe_interval=2, reprobe_steps=1)
     policy = ThresholdPolicy(cfg)
