@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GPU machine nvidia-h200-x2, session 14 (2026-11-30). Cases:
+# GPU machine nvidia-h200-x2, session 14 (2026-11-30). Cases (all three ran in session 14, in
+# the order lz (commit a2d0dca), pp (f2960b6), tg (36d92c3); results 2026-11-30-s14-*):
 #   lz (~9 min) `--adaptive-spec-plain-kv lazy` (new this session: the plain off step tops the
 #      spec KV reserve up only when a request has used it up) against reserve (the default) and
 #      the plain server, forced off, with the phase clocks (prepare_for_decode is where reserve
