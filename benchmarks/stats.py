@@ -344,14 +344,15 @@ def paired_ratios(rows: Sequence[dict], reference: Sequence[str] = ("plain",)) -
     return out
 
 
-def pooled_pairs(runs: Sequence[Sequence[dict]], systems: Sequence[str]) -> List[dict]:
-    """Paired ratios (``paired_ratios``) of any of `systems` (one system under the names
-    different runs gave it) pooled over several runs' rows, per concurrency: every pair is one
-    sample, the interval is over all of them."""
+def pooled_pairs(runs: Sequence[Sequence[dict]], systems: Sequence[str],
+                 reference: Sequence[str] = ("plain",)) -> List[dict]:
+    """Paired ratios (``paired_ratios``, over `reference`) of any of `systems` (one system under
+    the names different runs gave it) pooled over several runs' rows, per concurrency: every
+    pair is one sample, the interval is over all of them."""
     wanted = set(systems)
     per_n: Dict[int, List[float]] = {}
     for rows in runs:
-        for p in paired_ratios(rows):
+        for p in paired_ratios(rows, reference):
             if p["system"] in wanted and p.get("request_rate") is None:
                 per_n.setdefault(p["concurrency"], []).extend(p["ratios"])
     out = []

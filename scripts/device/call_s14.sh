@@ -19,8 +19,12 @@
 #      every 8 steps (lazy, plain prefill: lossless across prefills of both kinds), 64 / 256,
 #      3 repeats; GPU 1 dense dial 0.7, plain, eagle3, goodput (defaults), goodput (lazy, plain
 #      prefill), 1 / 16 / 64 / 128 / 256.
+# Prepared for the next session, not run:
+#   op (~9 min) issue 3's forced-off claim with plain prefills, more pairs: GPU 0 dense, plain
+#      vs forced off (plain prefills) at 64 / 128 / 256, 4 repeats; GPU 1 the Qwen3-MoE layout
+#      (random draft), plain vs forced off with and without plain prefills at 1 / 4, 4 repeats.
 # call_s13.sh th | b | ds | g0 run on the defaults of the code they travel with.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s14.sh lz|tg|pp
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s14.sh lz|tg|pp|op
 source scripts/device/common.sh
 
 case "${1:-}" in
@@ -87,7 +91,25 @@ pp)
   grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-prefill-*/*.log \
     | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
   pack_logs logs-pp.tar.xz /tmp/logs-prefill-*/*.log ;;
-*) echo "usage: call_s14.sh lz|tg|pp"; exit 2 ;;
+op)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/al-8b aligned --preset 8b ) & p0=$!
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 ) & p1=$!
+  { wait $p0 && wait $p1; } || { tail -30 "$OUT/build.log"; exit 3; }
+  say "models built (code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown})"
+  OFF="--adaptive-spec-force off"; PP="--adaptive-spec-off-prefill plain"
+  sweep 0 off-prefill-dense /tmp/al-8b/target /tmp/al-8b/draft-aligned plain,adaptive-spec:off-pp \
+    --concurrency 64,128,256 --repeat 4 --time-budget-s 6 --time-budget-from 128:6 \
+    --system-args "adaptive-spec:off-pp=$OFF $PP" > /tmp/sweep-op0.txt &
+  RUN_FLAGS+=(--start-timeout-s 360)
+  sweep 1 off-prefill-moe /tmp/moe-16/target /tmp/moe-16/draft-random \
+    plain,adaptive-spec:forced-off,adaptive-spec:off-pp --concurrency 1,4 --repeat 4 --time-budget-s 6 \
+    --system-args "adaptive-spec:off-pp=$OFF $PP" > /tmp/sweep-op1.txt
+  wait; cat /tmp/sweep-op0.txt /tmp/sweep-op1.txt | grep -v "^\s*$" | tail -50
+  grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-off-prefill-*/*.log \
+    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
+  pack_logs logs-op.tar.xz /tmp/logs-off-prefill-*/*.log ;;
+*) echo "usage: call_s14.sh lz|tg|pp|op"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"

@@ -202,6 +202,10 @@ def test_pairs_of_one_system_pool_over_runs_that_named_it_differently():
     assert p["ratios"] == [0.9, 1.0, 1.1]
     assert p["ci95"] == pytest.approx(4.30 * 0.1 / 3 ** 0.5, abs=1e-3)  # sd 0.1, t(0.975, 2 df)
     assert st.pooled_pairs([run("off-a", (0.9,))], ["nope"]) == []
+    with_eagle3 = run("goodput", (0.9,)) + [{"system": "eagle3", "concurrency": 64, "repeat": 0,
+                                             "output_tok_s": 1800.0}]
+    (p,) = st.pooled_pairs([with_eagle3, run("goodput", (1.1,))], ["goodput"], ("plain", "eagle3"))
+    assert p["ratios"] == [0.5, 1.1]  # over eagle3 where the run has it, else over plain
 
 
 def test_lossless_check():
