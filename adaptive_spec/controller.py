@@ -146,6 +146,7 @@ class Controller:
         self._decisions = Counter()  # (steps, reason) -> count (read `decisions`)
         self._steps_histogram = Counter()  # steps -> decode batches launched with it
         self._pending = 0  # decisions equal to `last` not yet booked (see FLUSH_EVERY)
+        self.off_run = 0  # consecutive decisions of 0 steps up to the last one (any reason)
         self.switches = 0
         self.modes = Counter()  # worker step modes: off / catchup / on
         self.staleness = StalenessLedger()  # stale draft positions at each re-entry
@@ -256,6 +257,7 @@ class Controller:
 
     def _record(self, decision: Decision) -> None:
         self.decision_count += 1
+        self.off_run = self.off_run + 1 if decision.steps == 0 else 0
         last = self.last
         if last is None or decision.steps != last.steps or decision.reason != last.reason:
             self._flush()
@@ -314,6 +316,7 @@ class Controller:
         self.log.enabled = new_cfg.log_decisions
         self._flush()
         self.last = None
+        self.off_run = 0
 
     def reset_stats(self) -> None:
         """Zero the counters and acceptance (benchmarks measure one mode at a time)."""

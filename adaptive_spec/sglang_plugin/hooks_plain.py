@@ -175,18 +175,24 @@ def around_prepare_for_decode(orig, batch, *args, **kwargs):
     return ret
 
 
+# A prefill runs plain only once drafting has been off this many decode steps in a row: a
+# sustained off period (a busy server), not a probe's gap or the crossover band's switching,
+# where its requests would soon draft from a prompt the draft never saw.
+PLAIN_PREFILL_AFTER_OFF_STEPS = 32
+
+
 def after_prepare_for_extend(ret, batch, *args, **kwargs):
     """AFTER hook on ScheduleBatch.prepare_for_extend: with `--adaptive-spec-off-prefill plain`,
     a prefill while drafting is off runs as the plain server's (SGLang prepares a prefill the
     same way for both; the spec step differs in the worker: the target keeps every token's
-    hidden states and the draft prefills the prompt, eager). Off means the last decision was
-    0 steps, the same on every TP rank. The batch stays plain until it merges (before_merge_batch)
-    or, as the running batch, until its first decode preparation (a plain batch's)."""
+    hidden states and the draft prefills the prompt, eager). Off means the last
+    PLAIN_PREFILL_AFTER_OFF_STEPS decisions were 0 steps, the same on every TP rank. The batch
+    stays plain until it merges (before_merge_batch) or, as the running batch, until its first
+    decode preparation (a plain batch's)."""
     ctl = get_controller()
     if not active() or ctl is None or ctl.cfg.off_path != "plain" or ctl.cfg.off_prefill != "plain":
         return None
-    last = ctl.last
-    if last is None or last.steps != 0 or not batch.forward_mode.is_extend() or not batch_eligible(batch):
+    if ctl.off_run < PLAIN_PREFILL_AFTER_OFF_STEPS or not batch.forward_mode.is_extend() or not batch_eligible(batch):
         return None
     if batch.chunked_req is not None:  # a prompt in chunks: left to SGLang (its chunks' draft KV)
         return None

@@ -28,11 +28,12 @@ def prefill_batch(fm, rows):
     return batch
 
 
-def decided(cfg_changes, batch_size=4):
-    """The controller after one decode decision under these settings."""
+def decided(cfg_changes, batch_size=4, steps=hooks_plain.PLAIN_PREFILL_AFTER_OFF_STEPS):
+    """The controller after `steps` decode decisions under these settings."""
     ctl = state.get_controller()
     ctl.update_settings(dataclasses.replace(ctl.cfg, **cfg_changes))
-    ctl.decide(batch_size)
+    for _ in range(steps):
+        ctl.decide(batch_size)
     return ctl
 
 
@@ -45,7 +46,7 @@ def test_a_prefill_while_drafting_is_off_is_prepared_as_the_plain_servers(monkey
 
 
 @pytest.mark.parametrize("why", ["drafting on", "spec prefill chosen", "no decision yet", "a chunked prompt",
-                                 "logprobs asked", "path off"])
+                                 "logprobs asked", "path off", "off too briefly"])
 def test_other_prefills_stay_sglangs(monkeypatch, future_map, why):
     install(monkeypatch, AdaptiveSpecConfig(force="off", **PLAIN_PREFILL))
     batch = prefill_batch(future_map, rows=[2, 5])
@@ -62,6 +63,9 @@ def test_other_prefills_stay_sglangs(monkeypatch, future_map, why):
     elif why == "path off":
         decided({})
         monkeypatch.setattr(hooks_plain._state, "future_map", None)
+    elif why == "off too briefly":
+        decided({}, steps=hooks_plain.PLAIN_PREFILL_AFTER_OFF_STEPS - 1)
+
     hooks_plain.after_prepare_for_extend(None, batch)
     assert not batch.spec_algorithm.is_none() and not getattr(batch, "_as_plain", False)
 

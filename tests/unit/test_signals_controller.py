@@ -255,3 +255,13 @@ def test_runs_of_equal_decisions_book_what_booking_each_one_would(caplog, monkey
     assert ctl.decision_digest == digest
     lines = [r.message for r in caplog.records if "rank_check" in r.message]
     assert lines == [f"adaptive_spec rank_check rank=0 decisions={n} digest={v:08x}" for n, v in digests_at.items()]
+
+
+def test_off_run_counts_the_zero_step_decisions_since_the_last_drafting_one():
+    # flap:3 decides 3 on, 3 off, ...; the plain prefill (hooks_plain) waits for a long off run
+    ctl = Controller(AdaptiveSpecConfig(force="flap:3"))
+    runs = []
+    for _ in range(9):
+        ctl.decide(4)
+        runs.append(ctl.off_run)
+    assert runs == [0, 0, 0, 1, 2, 3, 0, 0, 0]
