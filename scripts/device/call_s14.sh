@@ -23,8 +23,11 @@
 #   op (~9 min) issue 3's forced-off claim with plain prefills, more pairs: GPU 0 dense, plain
 #      vs forced off (plain prefills) at 64 / 128 / 256, 4 repeats; GPU 1 the Qwen3-MoE layout
 #      (random draft), plain vs forced off with and without plain prefills at 1 / 4, 4 repeats.
+#   t2 (~8 min, both GPUs) issue 9's same-run TP = 2 sweep with eagle3 on the defaults (plain
+#      off path, lazy KV): plain, eagle3, goodput at 1 / 16 / 64 / 128 / 256, dial 0.7; lossless
+#      vs plain; the two ranks' decision digests compared (rank_check.py).
 # call_s13.sh th | b | ds | g0 run on the defaults of the code they travel with.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s14.sh lz|tg|pp|op
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s14.sh lz|tg|pp|op|t2
 source scripts/device/common.sh
 
 case "${1:-}" in
@@ -109,7 +112,16 @@ op)
   grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-off-prefill-*/*.log \
     | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
   pack_logs logs-op.tar.xz /tmp/logs-off-prefill-*/*.log ;;
-*) echo "usage: call_s14.sh lz|tg|pp|op"; exit 2 ;;
+t2)
+  export DEADLINE_S=${DEADLINE_S:-540} ADAPTIVE_SPEC_RANK_CHECK_EVERY=512 NCCL_NVLS_ENABLE=0
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/soak-8b dial:0.7 --preset 8b ) || exit 3
+  say "model built (code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown})"
+  sweep 0,1 tp2-eagle3 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput --server-arg "--tp-size 2" --concurrency 1,16,64,128,256 \
+    --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput"
+  for f in /tmp/logs-tp2-eagle3/server-adaptive-spec_*.log; do python3 "$REPO/scripts/device/rank_check.py" "$f"; done
+  pack_logs logs-t2.tar.xz /tmp/logs-tp2-eagle3/*.log ;;
+*) echo "usage: call_s14.sh lz|tg|pp|op|t2"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
