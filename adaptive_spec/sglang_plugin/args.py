@@ -15,22 +15,20 @@ from typing import Optional
 
 from ..config import OFF_BARRIERS, OFF_PATHS, OFF_PREFILLS, PLAIN_KV, AdaptiveSpecConfig, ConfigError, FALLBACKS, POLICIES, VERIFY_BACKENDS
 
-def _int_or_off(text: str):
-    if text == "off":
-        return "off"
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer or 'off', got {text!r}")
+def _or_off(convert, what: str):
+    """An argparse type: `convert(text)`, or the word 'off' (the check disabled)."""
+    def parse(text: str):
+        if text == "off":
+            return "off"
+        try:
+            return convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what} or 'off', got {text!r}")
+    return parse
 
 
-def _float_or_off(text: str):
-    if text == "off":
-        return "off"
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number or 'off', got {text!r}")
+_int_or_off = _or_off(int, "an integer")
+_float_or_off = _or_off(float, "a number")
 
 
 # Config key -> (argparse type, metavar, help).
