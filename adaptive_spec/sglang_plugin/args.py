@@ -100,7 +100,8 @@ _CHOICE_FLAGS = {
     ),
     "off_prefill": (
         OFF_PREFILLS,
-        "With the plain off path, a prefill while drafting is off: SGLang's spec prefill (spec, "
+        "With the plain off path, a prefill once drafting has been off 32 decode steps in a row: "
+        "SGLang's spec prefill (spec, "
         "default: the target keeps its hidden states and the draft prefills too) or the plain "
         "server's (plain: no draft work; those prompts get no draft KV, which can lower their "
         "acceptance once drafting resumes; lossless either way).",

@@ -19,9 +19,11 @@ spec -> plain  SGLang's own spec preparation runs first (it tops the request's K
                sync). Then what plain's preparation does: the slot at the length is the
                step's output slot (a GPU gather of the reserved slot, never a second
                allocation: that would leak the reserved one), committed + 1, lengths + 1.
-plain -> plain The same, with lengths already exact on the batch; or, with
-               `--adaptive-spec-plain-kv release`, the reserve goes back to the pool and
-               SGLang's plain preparation runs verbatim (`_prepare_as_plain_server`).
+plain -> plain The same, with lengths already exact on the batch; with `--adaptive-spec-
+               plain-kv lazy` (the default since session 14) SGLang's spec preparation runs
+               only when a request has used its reserve up (`_prepare_from_reserve`); with
+               `release` the reserve goes back to the pool and SGLang's plain preparation
+               runs verbatim (`_prepare_as_plain_server`).
 plain -> spec  The batch gets a draft input keyed on its request slots, so the scheduler's
                forward gathers the lengths, the bonus token and the draft state from the
                future map as after any spec step. A plain step publishes its KV length there
@@ -34,6 +36,8 @@ must say plain) and is marked `PLAIN_MARK`; just before the scheduler sizes the 
 (`update_running_batch`) it says EAGLE again, so the size check and a retraction count the
 spec reserve. Requests prefilled while the batch is plain merge in with exact lengths (a
 prefill's length is its KV length in both conventions) and their bonus token in the future map.
+With `--adaptive-spec-off-prefill plain` a prefill after a sustained off period is itself a plain
+batch (`after_prepare_for_extend`, `before_merge_batch`; hooks_offpath.plain_prefill_step).
 
 The decision is made here, before this iteration's load snapshot (the scheduler hook runs
 after the batch is built): it sees the current batch size and the previous iteration's queue.
@@ -194,7 +198,7 @@ def after_prepare_for_extend(ret, batch, *args, **kwargs):
         return None
     if ctl.off_run < PLAIN_PREFILL_AFTER_OFF_STEPS or not batch.forward_mode.is_extend() or not batch_eligible(batch):
         return None
-    if batch.chunked_req is not None:  # a prompt in chunks: left to SGLang (its chunks' draft KV)
+    if getattr(batch, "chunked_req", None) is not None:  # a prompt in chunks: left to SGLang
         return None
     batch.spec_algorithm = sglang_names().no_spec
     setattr(batch, PLAIN_MARK, True)
@@ -266,7 +270,7 @@ def _forward_mode_decode():
 
 
 def _prepare_as_plain_server(orig, batch, *args, **kwargs):
-    """`--adaptive-spec-plain-kv release` (CPU-tested, not yet run on a GPU): a plain step after
+    """`--adaptive-spec-plain-kv release` (lossless on the H200, session 13): a plain step after
     a plain step as the plain server prepares it (one new slot per request, where SGLang's spec
     preparation tops the reserve up: a loop, two host tensors copied to the GPU, a Triton launch,
     and our gather of the reserved slot). Every spec result has been processed by
