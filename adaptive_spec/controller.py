@@ -148,7 +148,7 @@ class Controller:
         self._pending = 0  # decisions equal to `last` not yet booked (see FLUSH_EVERY)
         self.off_run = 0  # consecutive decisions of 0 steps up to the last one (any reason)
         self.switches = 0
-        self.modes = Counter()  # worker step modes: off / catchup / on
+        self.modes = Counter()  # worker step modes: off / catchup / on; prefill-plain batches
         self.staleness = StalenessLedger()  # stale draft positions at each re-entry
         self.fallback_reason: Optional[str] = None
         self.decide_seconds = 0.0
@@ -333,7 +333,7 @@ class Controller:
         self.recent_policy_cpu_s.clear()
 
     def note_mode(self, mode: str) -> None:
-        """How the worker ran the step (off / catchup / on); see hooks_offpath."""
+        """How the worker ran the step (off / catchup / on, or a prefill-plain); see hooks_offpath."""
         self.modes[mode] += 1
 
     # ---- failure ------------------------------------------------------------------

@@ -147,7 +147,7 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
         ctl.on_extend()  # the next decode results' wall times include this prefill
     if getattr(batch, hooks_plain.PLAIN_MARK, False) and batch.spec_algorithm.is_none():
         if batch.forward_mode.is_extend():
-            return plain_prefill_step(worker, batch)
+            return plain_prefill_step(worker, batch, ctl)
         return plain_step(worker, batch, path, ctl)
     if path is None or ctl is None or ctl.cfg.off_path not in DECODE_PATHS or batch.forward_mode.is_extend() or batch.is_extend_in_batch or batch.forward_mode.is_idle():
         return orig(worker, batch, *args, **kwargs)
@@ -429,13 +429,15 @@ def plain_step(worker, batch, path, ctl):
     return result
 
 
-def plain_prefill_step(worker, batch):
+def plain_prefill_step(worker, batch, ctl):
     """A prefill while drafting is off, as the plain server runs it (`--adaptive-spec-off-prefill
     plain`, hooks_plain.after_prepare_for_extend): the target alone, no hidden states kept, no
     draft prefill. Its requests have no draft state in the future map and no draft KV for the
     prompt, so the next drafting step is a catch-up step (it writes the newest position's draft
     KV and a fresh draft state); their earlier positions stay unwritten (lossless: only
-    acceptance can suffer)."""
+    acceptance can suffer). The status counts these prefills (`step_modes["prefill-plain"]`)."""
+    if ctl is not None:
+        ctl.note_mode("prefill-plain")
     capture_nothing = hooks_plain.sglang_names().capture_nothing
     result = worker.target_worker.forward_batch_generation(batch, capture_hidden_mode=capture_nothing)
     worker._as_draft_stale = True

@@ -120,6 +120,7 @@ def test_a_plain_prefill_is_the_target_alone_and_the_next_drafting_step_catches_
     hooks_offpath.around_forward_batch_generation(sglang_step, worker, batch)
     assert seen == [(False, "NULL")] and worker._as_draft_stale
     assert hooks_plain._state.publish_as_length is batch.req_pool_indices
+    assert state.get_controller().status()["step_modes"] == {"prefill-plain": 1}
     decided({"force": "on"})
     _, modes = run_steps(worker, [1, 1])
     assert modes == ["catchup", "on"]
