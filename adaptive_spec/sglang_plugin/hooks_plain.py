@@ -72,10 +72,11 @@ _state = SimpleNamespace(future_map=None, spec_algorithm=None, publish_as_length
 def sglang_names() -> SimpleNamespace:
     """The SGLang values a plain step uses, imported once, on first use (not at plugin load,
     before SGLang's modules are ready) rather than on every step."""
-    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardMode
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
-    return SimpleNamespace(no_spec=SpeculativeAlgorithm.NONE, capture_nothing=CaptureHiddenMode.NULL)
+    return SimpleNamespace(no_spec=SpeculativeAlgorithm.NONE, capture_nothing=CaptureHiddenMode.NULL,
+                           decode=ForwardMode.DECODE)
 
 
 def active() -> bool:
@@ -250,7 +251,7 @@ def _prepare_from_reserve(batch) -> None:
     plain step's own bookkeeping; the top-up (a per-request loop, two host tensors copied to the
     GPU, the slot-assignment kernel) runs only at the step where some request has used up its
     reserve (SGLang fills it to twice the draft tokens: one top-up per ~7 steps at 3 steps)."""
-    batch.forward_mode = _forward_mode_decode()
+    batch.forward_mode = sglang_names().decode
     batch.input_embeds = None
     if getattr(batch, "attn_cp_metadata", None) is not None:
         batch.attn_cp_metadata = None
@@ -260,13 +261,6 @@ def _prepare_from_reserve(batch) -> None:
     for req in batch.reqs:
         req.decode_batch_idx += 1
     _to_plain_step(batch, lengths_on_batch=True)
-
-
-@functools.lru_cache(maxsize=None)
-def _forward_mode_decode():
-    from sglang.srt.model_executor.forward_batch_info import ForwardMode
-
-    return ForwardMode.DECODE
 
 
 def _prepare_as_plain_server(orig, batch, *args, **kwargs):

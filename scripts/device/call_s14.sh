@@ -30,13 +30,20 @@
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s14.sh lz|tg|pp|op|t2
 source scripts/device/common.sh
 
-case "${1:-}" in
-lz)
-  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1
+# GPU 0: the dense always-right pair (/tmp/al-8b); GPU 1: the Qwen3-MoE layout, 16 layers, random
+# draft (/tmp/moe-16); built at once, exits 3 when either build fails.
+build_dense_and_moe() {
+  local p0 p1
   ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/al-8b aligned --preset 8b ) & p0=$!
   ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 ) & p1=$!
   { wait $p0 && wait $p1; } || { tail -30 "$OUT/build.log"; exit 3; }
   say "models built (code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown})"
+}
+
+case "${1:-}" in
+lz)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1
+  build_dense_and_moe
   OFF="--adaptive-spec-force off --adaptive-spec-off-path plain"
   SYSTEMS=plain,adaptive-spec:off-reserve,adaptive-spec:off-lazy
   KV_ARGS=(--system-args "adaptive-spec:off-reserve=$OFF --adaptive-spec-plain-kv reserve"
@@ -96,10 +103,7 @@ pp)
   pack_logs logs-pp.tar.xz /tmp/logs-prefill-*/*.log ;;
 op)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
-  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/al-8b aligned --preset 8b ) & p0=$!
-  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 ) & p1=$!
-  { wait $p0 && wait $p1; } || { tail -30 "$OUT/build.log"; exit 3; }
-  say "models built (code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown})"
+  build_dense_and_moe
   OFF="--adaptive-spec-force off"; PP="--adaptive-spec-off-prefill plain"
   sweep 0 off-prefill-dense /tmp/al-8b/target /tmp/al-8b/draft-aligned plain,adaptive-spec:off-pp \
     --concurrency 64,128,256 --repeat 4 --time-budget-s 6 --time-budget-from 128:6 \

@@ -13,7 +13,7 @@ from adaptive_spec.config import AdaptiveSpecConfig
 from adaptive_spec.sglang_plugin import hooks_offpath, hooks_plain, state
 
 from .test_offpath_bookkeeping import install, run_steps
-from .test_plain_regime import future_map, spec_batch  # noqa: F401 (future_map: a fixture)
+from .test_plain_regime import future_map, record_target_forwards, spec_batch  # noqa: F401 (future_map: a fixture)
 
 PLAIN_PREFILL = dict(off_path="plain", off_prefill="plain")
 
@@ -65,7 +65,6 @@ def test_other_prefills_stay_sglangs(monkeypatch, future_map, why):
         monkeypatch.setattr(hooks_plain._state, "future_map", None)
     elif why == "off too briefly":
         decided({}, steps=hooks_plain.PLAIN_PREFILL_AFTER_OFF_STEPS - 1)
-
     hooks_plain.after_prepare_for_extend(None, batch)
     assert not batch.spec_algorithm.is_none() and not getattr(batch, "_as_plain", False)
 
@@ -104,13 +103,7 @@ def test_a_plain_prefill_is_the_target_alone_and_the_next_drafting_step_catches_
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
     worker = install(monkeypatch, AdaptiveSpecConfig(force="off", **PLAIN_PREFILL))
-    seen = []
-
-    def target_forward(batch, capture_hidden_mode=None):
-        seen.append((worker._as_decode_path.active, capture_hidden_mode.name))
-        return types.SimpleNamespace(next_token_ids=torch.tensor([1]))
-
-    worker.target_worker = types.SimpleNamespace(forward_batch_generation=target_forward)
+    seen = record_target_forwards(worker)
     batch = types.SimpleNamespace(_as_plain=True, spec_algorithm=SpeculativeAlgorithm.NONE, forward_mode=ForwardMode.EXTEND,
                                   is_extend_in_batch=False, req_pool_indices=torch.tensor([4]), reqs=[object()])
 

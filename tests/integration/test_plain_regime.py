@@ -193,12 +193,8 @@ def test_switching_the_off_path_at_run_time_leaves_the_regime(monkeypatch, futur
     assert hooks_plain.planned_steps(batch) is None  # not decided here: the worker decides
 
 
-def test_a_plain_step_is_the_target_workers_own_decode(monkeypatch, future_map):
-    """The worker hands a plain batch to the target worker (the plain server's forward and
-    sampler) under the decode path; the next publish is marked as that step's."""
-    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
-
-    worker = install(monkeypatch, AdaptiveSpecConfig(force="off", off_path="plain"))
+def record_target_forwards(worker) -> list:
+    """The worker's target worker as a recorder: (decode path installed?, capture mode) per forward."""
     seen = []
 
     def target_forward(batch, capture_hidden_mode=None):
@@ -206,6 +202,16 @@ def test_a_plain_step_is_the_target_workers_own_decode(monkeypatch, future_map):
         return types.SimpleNamespace(next_token_ids=torch.tensor([1]))
 
     worker.target_worker = types.SimpleNamespace(forward_batch_generation=target_forward)
+    return seen
+
+
+def test_a_plain_step_is_the_target_workers_own_decode(monkeypatch, future_map):
+    """The worker hands a plain batch to the target worker (the plain server's forward and
+    sampler) under the decode path; the next publish is marked as that step's."""
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    worker = install(monkeypatch, AdaptiveSpecConfig(force="off", off_path="plain"))
+    seen = record_target_forwards(worker)
     from sglang.srt.model_executor.forward_batch_info import ForwardMode
 
     batch = types.SimpleNamespace(_as_plain=True, spec_algorithm=SpeculativeAlgorithm.NONE, forward_mode=ForwardMode.DECODE,
