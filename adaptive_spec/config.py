@@ -51,6 +51,12 @@ PLAIN_KV = ("reserve", "release", "lazy")  # appended: the status wire codes are
 # own prefill) or "plain" (the plain server's prefill: no draft work; the draft's KV for those
 # prompts is not written, which can lower those requests' acceptance once drafting resumes).
 OFF_PREFILLS = ("spec", "plain")
+# What the first drafting step after off steps rewrites of the draft KV (session 15,
+# sglang_plugin/catchup.py): "newest" (SGLang's catch-up step alone: the newest position) or
+# "full" (before it, the target and the draft re-run, eager, over every position decoded while
+# off and every prompt prefilled plain, so the draft attends over fresh KV again; plain off
+# path only; costs one prefill of those positions per re-entry).
+CATCHUPS = ("newest", "full")
 
 # Upper bounds that catch typos ("--adaptive-spec-threshold 1e9") without limiting real use.
 MAX_BATCH_LEVEL = 1 << 20
@@ -109,6 +115,7 @@ class AdaptiveSpecConfig:
     off_barrier: str = "coarse"
     plain_kv: str = "lazy"
     off_prefill: str = "spec"
+    catchup: str = "newest"
     # Goodput policy: optional TPOT target in milliseconds.
     tpot_slo_ms: Optional[float] = None
 
@@ -241,6 +248,8 @@ class AdaptiveSpecConfig:
         if self.off_prefill not in OFF_PREFILLS:
             raise ConfigError(flag_name("off_prefill"),
                               f"unknown choice {self.off_prefill!r} (choose from {', '.join(OFF_PREFILLS)})")
+        if self.catchup not in CATCHUPS:
+            raise ConfigError(flag_name("catchup"), f"unknown choice {self.catchup!r} (choose from {', '.join(CATCHUPS)})")
         if self.tpot_slo_ms is not None:
             _check_float("tpot_slo_ms", self.tpot_slo_ms, 0.01, 1e6)
 
@@ -267,7 +276,7 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
         if isinstance(value, bool):
             return value
         raise ConfigError(flag, f"must be true or false, got {value!r}")
-    if key in ("policy", "force", "fallback", "verify_backend", "off_path", "off_barrier", "plain_kv", "off_prefill"):
+    if key in ("policy", "force", "fallback", "verify_backend", "off_path", "off_barrier", "plain_kv", "off_prefill", "catchup"):
         if isinstance(value, str):
             return value
         raise ConfigError(flag, f"must be a string, got {value!r}")

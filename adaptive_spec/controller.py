@@ -200,19 +200,21 @@ class Controller:
 
     def on_result(self, steps: int, correct_drafts_per_req: Sequence[int], mode: Optional[str] = None) -> None:
         """A decode result reached the CPU; `steps` is what that batch ran with, `mode` how
-        the worker ran it (off / catchup / on). A catch-up step runs SGLang's slower 0-step
-        path once to warm the draft: it is not a sample of the 0-step cost."""
+        the worker ran it (off / catchup / on / reentry). A catch-up step runs SGLang's slower
+        0-step path once to warm the draft: it is not a sample of the 0-step cost. A reentry
+        step drafts right after a full catch-up (sglang_plugin/catchup.py): the first drafting
+        round since re-entry, and not a sample of its step count's cost either."""
         try:
             self.results_seen += 1
             if self.fault == ("result", self.results_seen):
                 raise RuntimeError(f"injected fault ({FAULT_ENV})")
             accepted = self.acceptance.observe(steps, correct_drafts_per_req)
-            if mode == "catchup":
+            if mode in ("catchup", "reentry"):
                 self.staleness.on_reentry_result()
-            elif accepted is not None:
+            if mode != "catchup" and accepted is not None:
                 self.staleness.on_drafting_result(steps, accepted, len(correct_drafts_per_req))
             dt = self.timer.tick(steps)
-            if mode == "catchup" or self._unsampled > 0:
+            if mode in ("catchup", "reentry") or self._unsampled > 0:
                 dt = None
             self._unsampled = max(0, self._unsampled - 1)
             observe = getattr(self.policy, "observe_step_time", None)

@@ -53,6 +53,12 @@ class StalenessLedger:
     rounds_since: int = ACCEPT_WINDOW  # drafting results since the last re-entry (capped)
     # steps -> [accepted drafts summed per round index, request-rounds per round index]
     accept_since: Dict[int, Tuple[List[int], List[int]]] = field(default_factory=dict)
+    # `--adaptive-spec-catchup full` (sglang_plugin/catchup.py): runs, positions rewritten that
+    # were stale, tokens run in all (stale + each request's newest), why a re-entry ran without it
+    full_catchups: int = 0
+    full_catchup_stale: int = 0
+    full_catchup_tokens: int = 0
+    full_catchup_skipped: Dict[str, int] = field(default_factory=dict)
 
     def on_off_step(self) -> None:
         self.off_steps += 1
@@ -95,11 +101,21 @@ class StalenessLedger:
         rounds[i] += requests
         self.rounds_since = min(self.rounds_since + 1, ACCEPT_WINDOW)
 
+    def on_full_catchup(self, stale_positions: int, tokens: int) -> None:
+        self.full_catchups += 1
+        self.full_catchup_stale += stale_positions
+        self.full_catchup_tokens += tokens
+
+    def on_full_catchup_skipped(self, why: str) -> None:
+        self.full_catchup_skipped[why] = self.full_catchup_skipped.get(why, 0) + 1
+
     def reset_counts(self) -> None:
         """Zero the re-entry statistics; the per-request notes stay (they describe the KV)."""
         self.reentries = self.stale_total = self.requests_total = self.max_stale = 0
         self.recent = []
         self.accept_since = {}
+        self.full_catchups = self.full_catchup_stale = self.full_catchup_tokens = 0
+        self.full_catchup_skipped = {}
 
     def status(self) -> dict:
         return {
@@ -115,4 +131,6 @@ class StalenessLedger:
                 str(k): {"accept_len": [round(1.0 + a / n, 3) if n else None for a, n in zip(sums, rounds)],
                          "request_rounds": rounds}
                 for k, (sums, rounds) in sorted(self.accept_since.items())},
+            "full_catchup": {"runs": self.full_catchups, "stale_positions": self.full_catchup_stale,
+                             "tokens": self.full_catchup_tokens, "skipped": dict(self.full_catchup_skipped)},
         }

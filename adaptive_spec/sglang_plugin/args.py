@@ -13,7 +13,7 @@ import os
 import tempfile
 from typing import Optional
 
-from ..config import OFF_BARRIERS, OFF_PATHS, OFF_PREFILLS, PLAIN_KV, AdaptiveSpecConfig, ConfigError, FALLBACKS, POLICIES, VERIFY_BACKENDS
+from ..config import CATCHUPS, OFF_BARRIERS, OFF_PATHS, OFF_PREFILLS, PLAIN_KV, AdaptiveSpecConfig, ConfigError, FALLBACKS, POLICIES, VERIFY_BACKENDS
 
 def _or_off(convert, what: str):
     """An argparse type: `convert(text)`, or the word 'off' (the check disabled)."""
@@ -105,6 +105,13 @@ _CHOICE_FLAGS = {
         "default: the target keeps its hidden states and the draft prefills too) or the plain "
         "server's (plain: no draft work; those prompts get no draft KV, which can lower their "
         "acceptance once drafting resumes; lossless either way).",
+    ),
+    "catchup": (
+        CATCHUPS,
+        "With the plain off path, what the first drafting step after off steps rewrites of the "
+        "draft KV: the newest position (newest, default: SGLang's catch-up step) or, before it, "
+        "every position decoded while off and every prompt prefilled plain (full: the target and "
+        "the draft re-run eager over them, one prefill's cost per re-entry; lossless either way).",
     ),
 }
 

@@ -59,7 +59,7 @@ import os
 
 import torch
 
-from . import hooks_plain
+from . import catchup, hooks_plain
 from .state import get_controller
 
 logger = logging.getLogger("adaptive_spec")
@@ -67,6 +67,7 @@ logger = logging.getLogger("adaptive_spec")
 SKIP_ENV = "SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND"
 DECODE_PATHS = ("decode", "decode-lean", "direct", "plain")  # off paths that run the target's decode graph
 LEAN_PATHS = ("decode-lean", "plain")  # plain: a batch the plain regime does not serve runs lean
+DRAFTING = ("on", "reentry")  # step modes that draft (reentry: the first after a full catch-up)
 _decode_forward_active = False  # set for the duration of one off step's target forward
 _decode_forward_graph = None  # whether that forward replayed a CUDA graph (decode-lean)
 
@@ -132,6 +133,11 @@ def after_init_cuda_graphs(ret, worker, *args, **kwargs):
             "adaptive_spec: decode off-path ready (CUDA graphs: %s)",
             worker._as_decode_path.graph_runner is not None,
         )
+        if ctl.cfg.catchup == "full":
+            why = catchup.ineligible(worker.server_args)
+            logger.log(logging.WARNING if why else logging.INFO, "adaptive_spec: full catch-up %s",
+                       f"unavailable here ({why}): re-entries catch up the newest position" if why else
+                       f"ready (at most {catchup.token_cap(worker.server_args)} tokens per re-entry)")
     except Exception as exc:
         worker._as_decode_path = None
         logger.error("adaptive_spec: decode off-path unavailable (%r); using SGLang's 0-step path", exc)
@@ -149,6 +155,8 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
         if batch.forward_mode.is_extend():
             return plain_prefill_step(worker, batch, ctl)
         return plain_step(worker, batch, path, ctl)
+    if batch.forward_mode.is_extend():  # SGLang's prefill writes the draft KV of its tokens
+        catchup.clear_stale(getattr(batch, "reqs", None) or ())
     if path is None or ctl is None or ctl.cfg.off_path not in DECODE_PATHS or batch.forward_mode.is_extend() or batch.is_extend_in_batch or batch.forward_mode.is_idle():
         return orig(worker, batch, *args, **kwargs)
     try:
@@ -156,10 +164,14 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
         if steps is None:
             steps = ctl.decide(batch.seq_lens.shape[0]).steps
         mode = "off" if steps == 0 else ("catchup" if worker._as_draft_stale else "on")
+        from_plain = getattr(batch, catchup.FROM_PLAIN, False)
+        setattr(batch, catchup.FROM_PLAIN, False)
+        if mode == "catchup" and catchup.at_reentry(worker, batch, ctl, from_plain):
+            mode = "reentry"  # the draft KV is whole again: this step drafts (SGLang's own step)
         ctl.note_mode(mode)
         _note_staleness(ctl, mode, batch)
-        worker.adaptive_controller._activate(0 if mode != "on" else steps)
-        if mode != "on":
+        worker.adaptive_controller._activate(steps if mode in DRAFTING else 0)
+        if mode not in DRAFTING:
             _bonus_tokens_as_int64(batch)
     except Exception as exc:
         ctl.fail(f"off-path decision: {exc!r}")
@@ -187,7 +199,7 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
     lean = mode == "off" and ctl.cfg.off_path in LEAN_PATHS
     mr = worker._target_worker.model_runner if lean else None
     verify_graph = mr.decode_cuda_graph_runner if lean else None
-    ours = mode != "on"  # a step SGLang runs the way we set it up (on steps are SGLang's own)
+    ours = mode not in DRAFTING  # a step SGLang runs the way we set it up (drafting steps are SGLang's own)
     saved = batch.__dict__.copy() if ours else None
     published = []
     failure = None
@@ -237,7 +249,7 @@ def _note_staleness(ctl, mode: str, batch) -> None:
             ledger.on_off_step()
         elif mode == "on":
             ledger.on_drafting_step(req.rid for req in batch.reqs)
-        else:  # catch-up: the status keeps the last re-entries (no log line: flapping makes many)
+        else:  # catch-up or reentry: the status keeps the last re-entries (no log line: flapping makes many)
             ledger.on_reentry((req.rid, len(req.output_ids)) for req in batch.reqs)
     except Exception as exc:
         logger.debug("adaptive_spec: staleness ledger: %r", exc)

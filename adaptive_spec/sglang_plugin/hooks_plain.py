@@ -56,6 +56,7 @@ from types import SimpleNamespace
 
 import torch
 
+from . import catchup
 from .state import get_controller
 
 logger = logging.getLogger("adaptive_spec")
@@ -203,6 +204,9 @@ def after_prepare_for_extend(ret, batch, *args, **kwargs):
         return None
     batch.spec_algorithm = sglang_names().no_spec
     setattr(batch, PLAIN_MARK, True)
+    cached = batch.prefix_lens or [0] * len(batch.reqs)  # a cached prefix keeps its draft KV
+    for req, start in zip(batch.reqs, cached):
+        setattr(req, catchup.STALE_FROM, start)
     return None
 
 
@@ -230,6 +234,7 @@ def _to_plain_step(batch, lengths_on_batch: bool) -> None:
     setattr(batch, PLAIN_MARK, True)
     batch.out_cache_loc = out_cache_loc
     for req in batch.reqs:  # plain counts the step's token at preparation (spec at its result)
+        catchup.mark_stale(req, req.kv_committed_len)  # this step writes no draft KV there
         req.kv_committed_len += 1
     batch.seq_lens = seq_lens + 1
     if batch.seq_lens_cpu is not None:
@@ -272,6 +277,8 @@ def _prepare_as_plain_server(orig, batch, *args, **kwargs):
     lengths are exact: what plain's preparation needs. Its allocation writes the step's slot at
     the KV length, so a reserved slot there goes back to the pool first (else it would leak)."""
     _release_reserve(batch)
+    for req in batch.reqs:  # a request merged in since the last step starts its stale run here
+        catchup.mark_stale(req, req.kv_committed_len)
     if batch.seq_lens_cpu is None:  # spec-v2 keeps none (Triton attention); plain advances it
         batch.seq_lens_cpu = torch.tensor([req.kv_committed_len for req in batch.reqs], dtype=torch.int64)
     batch.spec_algorithm = sglang_names().no_spec
@@ -304,6 +311,7 @@ def _back_to_spec(batch) -> None:
     batch.spec_algorithm = _state.spec_algorithm or batch.spec_algorithm
     batch.spec_info = EagleDraftInput(future_indices=batch.req_pool_indices)
     setattr(batch, PLAIN_MARK, False)
+    setattr(batch, catchup.FROM_PLAIN, True)  # host lengths exact: a full catch-up may run
 
 
 def planned_steps(batch):

@@ -13,7 +13,7 @@ import logging
 
 from fastapi import Request  # resolved from module globals by FastAPI (annotations are strings)
 
-from ..config import OFF_BARRIERS, OFF_PATHS, OFF_PREFILLS, PLAIN_KV, AdaptiveSpecConfig, ConfigError
+from ..config import CATCHUPS, OFF_BARRIERS, OFF_PATHS, OFF_PREFILLS, PLAIN_KV, AdaptiveSpecConfig, ConfigError
 from .state import get_controller
 
 logger = logging.getLogger("adaptive_spec")
@@ -25,7 +25,11 @@ PREFIX = "adaptive_spec."
 RUNTIME_KEYS = ("policy",
     "threshold", "queue_threshold", "hysteresis", "min_accept_len", "reprobe_interval",
     "reprobe_steps", "log_decisions", "force", "fallback", "tpot_slo_ms", "off_path", "off_barrier", "plain_kv", "off_prefill",
+    "catchup",
 )  # fmt: skip
+# Keys whose value is one of a tuple of choices: on the wire, the index in the tuple.
+_CHOICES = {"off_path": OFF_PATHS, "off_barrier": OFF_BARRIERS, "plain_kv": PLAIN_KV, "off_prefill": OFF_PREFILLS,
+            "catchup": CATCHUPS}
 # Keys whose 0 means "unset" on the wire.
 _ZERO_IS_NONE = ("queue_threshold", "hysteresis", "min_accept_len", "tpot_slo_ms")
 _FORCE_CODES = {None: 0, "off": -1, "on": -2}
@@ -63,14 +67,8 @@ def encode_changes(new: AdaptiveSpecConfig, keys) -> dict:
             value = _FORCE_CODES.get(value) if value in _FORCE_CODES else int(value.split(":")[1])
         elif key == "fallback":
             value = 1 if value == "plain" else 0
-        elif key == "off_path":
-            value = OFF_PATHS.index(value)
-        elif key == "off_barrier":
-            value = OFF_BARRIERS.index(value)
-        elif key == "plain_kv":
-            value = PLAIN_KV.index(value)
-        elif key == "off_prefill":
-            value = OFF_PREFILLS.index(value)
+        elif key in _CHOICES:
+            value = _CHOICES[key].index(value)
         elif key == "policy":
             value = 1 if value == "goodput" else 0
         elif key == "log_decisions":
@@ -89,14 +87,8 @@ def decode_changes(numbers: dict) -> dict:
             value = {0: None, -1: "off", -2: "on"}.get(int(value), f"flap:{int(value)}")
         elif key == "fallback":
             value = "plain" if value else "static"
-        elif key == "off_path":
-            value = OFF_PATHS[int(value)]
-        elif key == "off_barrier":
-            value = OFF_BARRIERS[int(value)]
-        elif key == "plain_kv":
-            value = PLAIN_KV[int(value)]
-        elif key == "off_prefill":
-            value = OFF_PREFILLS[int(value)]
+        elif key in _CHOICES:
+            value = _CHOICES[key][int(value)]
         elif key == "policy":
             value = "goodput" if value else "threshold"
         elif key == "log_decisions":

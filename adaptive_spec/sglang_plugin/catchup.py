@@ -1,0 +1,264 @@
+"""`--adaptive-spec-catchup full` (session 15): at re-entry, the draft KV of every position
+decoded while drafting was off (and of prompts prefilled plain, `--adaptive-spec-off-prefill
+plain`) is rewritten before drafting resumes (SGLang 0.5.16, plain off path).
+
+Why: an off step writes no draft KV, and SGLang's catch-up step (0 steps with draft-extend)
+rewrites only the newest position. The draft then attends over stale KV: on the always-right
+synthetic pair it accepted 3.85-3.90 per round after re-entry vs 4.00 steady (H200, session 14,
+NOTES-reentry-catchup.md "G0"), and a prompt prefilled plain has no draft KV at all.
+
+How (the design and its reading of SGLang: NOTES-reentry-catchup.md): just before SGLang's
+catch-up step, two eager forwards shaped as SGLang's own prefill of a chunk with a prefix:
+1. the target over each request's stale positions [s, T), its hidden states kept (FULL), its
+   K/V written to slot 0 (the allocator never hands it out; SGLang's graph padding writes there
+   too), so the real target KV, and with it every output, stays the plain server's. The extend
+   attention reads the prefix from the pool and the new tokens from its own K/V, so the scratch
+   slot is never read back (Triton and torch-native backends; not in deterministic mode);
+2. the draft's prefill (`_draft_extend_for_prefill`) over the same positions, fed those hidden
+   states and each position's next token (the last one is the bonus token at T, on the GPU), its
+   K/V written at the requests' own slots.
+The draft's last row per request is position T - 1 fed the bonus token at T: the draft state a
+prefill of length T leaves. Installed in the batch's draft input, it lets the re-entry step draft
+at once (mode "reentry"), in place of SGLang's catch-up step (a 0-step verify, one token).
+
+Host bookkeeping, no sync: after plain steps a request's committed length is exact on the host
+(plain counts its token at preparation), its tokens up to T - 1 are in `output_ids` (the
+overlap scheduler has processed every result but the last step's), and `_as_stale_from` marks
+where its stale run starts (set at its first plain step or its plain prefill, cleared by a spec
+prefill and at re-entry). So the full catch-up runs only for a batch whose last step was plain
+(`FROM_PLAIN`); a request with nothing stale recomputes its newest position (harmless: the same
+inputs) so that the forwards cover the whole batch in its order. At most `token_cap` positions
+in all: past that, the newest positions of each request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+logger = logging.getLogger("adaptive_spec")
+
+STALE_FROM = "_as_stale_from"  # on a Req: the first position whose draft KV is stale (None: none)
+FROM_PLAIN = "_as_from_plain"  # on a ScheduleBatch: its last decode step ran plain
+DEFAULT_TOKEN_CAP = 8192  # when the server sets no chunked prefill size
+# Debug runs: compare the host's lengths with the GPU's before each full catch-up (one host sync
+# per re-entry); a mismatch skips it ("length mismatch") and is logged.
+CHECK_ENV = "ADAPTIVE_SPEC_CATCHUP_CHECK"
+
+
+def mark_stale(req, position: int) -> None:
+    """The request's draft KV is stale from `position` on (kept if an earlier run is open)."""
+    if getattr(req, STALE_FROM, None) is None:
+        setattr(req, STALE_FROM, position)
+
+
+def clear_stale(reqs) -> None:
+    for req in reqs:
+        setattr(req, STALE_FROM, None)
+
+
+class LengthMismatch(RuntimeError):
+    """CHECK_ENV: the host's committed lengths are not the GPU's (the plan would be wrong)."""
+
+
+@dataclass
+class Plan:
+    prefix_lens: List[int]  # s per request: the positions before it keep their draft KV
+    extend_lens: List[int]  # T - s per request
+    seq_lens: List[int]  # T per request: the committed length (the bonus token sits at T)
+    tokens: List[int]  # the tokens at positions [s, T), request after request
+    stale_positions: int  # positions that were stale and are rewritten (the rest: newest ones)
+
+
+def _tokens(req, start: int, end: int) -> Optional[List[int]]:
+    """The request's tokens at positions [start, end): prompt, then output (None: not all known)."""
+    prompt = req.origin_input_ids
+    n = len(prompt)
+    out = prompt[start:end] if start < n else []
+    if end > n:
+        out = list(out) + list(req.output_ids[max(0, start - n):end - n])
+    return list(out) if len(out) == end - start else None
+
+
+def make_plan(reqs: Sequence, token_cap: int) -> Optional[Plan]:
+    """The stale positions of every request, capped; None when a request's tokens or length do
+    not add up (a bookkeeping gap: the step runs SGLang's catch-up alone)."""
+    if not reqs:
+        return None
+    share = max(1, token_cap // len(reqs))
+    starts, ends, stale = [], [], 0
+    for req in reqs:
+        end = req.kv_committed_len
+        if end < 1:
+            return None
+        start = getattr(req, STALE_FROM, None)
+        start = end - 1 if start is None or start >= end else max(0, start)
+        start = max(start, end - share)  # over the cap: the newest positions
+        if getattr(req, STALE_FROM, None) is not None:
+            stale += end - start
+        starts.append(start)
+        ends.append(end)
+    tokens: List[int] = []
+    for req, s, e in zip(reqs, starts, ends):
+        part = _tokens(req, s, e)
+        if part is None:
+            return None
+        tokens += part
+    return Plan(prefix_lens=starts, extend_lens=[e - s for s, e in zip(starts, ends)], seq_lens=ends,
+                tokens=tokens, stale_positions=stale)
+
+
+def extend_view(batch, plan: Plan):
+    """A shallow copy of the decode batch prepared as SGLang prepares a prefill chunk with a
+    prefix (ScheduleBatch.prepare_for_extend, 0.5.16): the batch itself is left as it was."""
+    import copy
+
+    import torch
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode
+
+    device = batch.seq_lens.device
+    view = copy.copy(batch)
+    view.forward_mode = ForwardMode.EXTEND
+    view.prefix_lens = list(plan.prefix_lens)
+    view.extend_lens = list(plan.extend_lens)
+    view.extend_num_tokens = len(plan.tokens)
+    view.extend_logprob_start_lens = list(plan.extend_lens)
+    view.seq_lens_cpu = torch.tensor(plan.seq_lens, dtype=torch.int64)
+    view.seq_lens = view.seq_lens_cpu.to(device, non_blocking=True)
+    view.orig_seq_lens = view.seq_lens_cpu.to(torch.int32).to(device, non_blocking=True)
+    view.seq_lens_sum = sum(plan.seq_lens)
+    view.input_ids = torch.tensor(plan.tokens, dtype=torch.int64).to(device, non_blocking=True)
+    view.out_cache_loc = torch.zeros(len(plan.tokens), dtype=torch.int64, device=device)  # scratch: slot 0
+    view.spec_info = None
+    view.return_logprob = False
+    view.return_hidden_states = False
+    view.extend_input_logprob_token_ids = None
+    view.input_embeds = view.replace_embeds = view.replace_positions = None
+    view.multimodal_inputs = [None] * len(batch.reqs)
+    view.chunked_req = None
+    view.chunked_req_next_prompt_token = None
+    view.is_extend_in_batch = True
+    view.is_prefill_only = False
+    return view
+
+
+def draft_slots(req_to_token, pool_rows: Sequence[int], plan: Plan):
+    """The KV slots of the positions [s, T) of each request: where its draft KV lives."""
+    import torch
+
+    rows, cols = [], []
+    for row, s, n in zip(pool_rows, plan.prefix_lens, plan.extend_lens):
+        rows += [row] * n
+        cols += range(s, s + n)
+    device = req_to_token.device
+    rows_t = torch.tensor(rows, dtype=torch.int64).to(device, non_blocking=True)
+    cols_t = torch.tensor(cols, dtype=torch.int64).to(device, non_blocking=True)
+    return req_to_token[rows_t, cols_t].to(torch.int64)
+
+
+def token_cap(server_args) -> int:
+    """At most one chunked prefill's worth of tokens: what SGLang sizes a forward's activations for."""
+    chunk = getattr(server_args, "chunked_prefill_size", None)
+    return chunk if isinstance(chunk, int) and chunk > 0 else DEFAULT_TOKEN_CAP
+
+
+def ineligible(server_args) -> Optional[str]:
+    """Why the full catch-up cannot run on this server (None: it can)."""
+    checks = (
+        (getattr(server_args, "attention_backend", None) not in ("triton", "torch_native"),
+         "an attention backend other than triton or torch_native"),
+        (getattr(server_args, "enable_deterministic_inference", False), "deterministic inference"),
+        ((getattr(server_args, "page_size", 1) or 1) != 1, "page size > 1"),
+        (getattr(server_args, "enable_hierarchical_cache", False), "hierarchical cache"),
+        (getattr(server_args, "enable_return_routed_experts", False), "routed-experts capture"),
+    )
+    return next((why for failed, why in checks if failed), None)
+
+
+def run_full_catchup(worker, batch) -> Optional[Plan]:
+    """The two forwards, on the forward stream (stream order is all the ordering needed), then
+    the draft state they leave installed in the batch's draft input. Returns the plan that ran
+    (None: nothing ran)."""
+    from sglang.srt.layers.moe.utils import speculative_moe_a2a_backend_context, speculative_moe_backend_context
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
+
+    plan = make_plan(batch.reqs, token_cap(worker.server_args))
+    if plan is None:
+        return None
+    if os.environ.get(CHECK_ENV) == "1" and batch.seq_lens.tolist() != plan.seq_lens:
+        raise LengthMismatch(f"host {plan.seq_lens[:8]} vs GPU {batch.seq_lens.tolist()[:8]}")
+    view = extend_view(batch, plan)
+    target = worker.target_worker.forward_batch_generation(
+        view, is_verify=True, capture_hidden_mode=CaptureHiddenMode.FULL)  # is_verify: no sampling
+    view.out_cache_loc = draft_slots(worker.req_to_token_pool.req_to_token,
+                                     [req.req_pool_idx for req in batch.reqs], plan)
+    draft = worker.draft_worker
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(draft.draft_tp_context(draft.draft_runner.tp_group))
+        stack.enter_context(speculative_moe_backend_context())
+        stack.enter_context(speculative_moe_a2a_backend_context())
+        # the last input of each request is the bonus token at T (the rotation's tail)
+        fresh = draft._draft_extend_for_prefill(view, target.logits_output.hidden_states, batch.spec_info.bonus_tokens)
+    install_draft_state(batch.spec_info, fresh)
+    return plan
+
+
+def install_draft_state(spec_info, fresh) -> None:
+    """Every request's last row is position T - 1 fed the bonus token at T: the draft state a
+    prefill of length T leaves (the draft's guess for T + 1 and its hidden state), what the
+    step at T drafts from. The future map's stale rows (a plain step stores no draft state) are
+    replaced for this step; the step's own draft-extend stores fresh ones."""
+    spec_info.topk_p = fresh.topk_p
+    spec_info.topk_index = fresh.topk_index
+    spec_info.hidden_states = fresh.hidden_states
+    if fresh.draft_probs is not None:
+        spec_info.draft_probs = fresh.draft_probs
+
+
+def at_reentry(worker, batch, ctl, from_plain: bool) -> bool:
+    """At a re-entry, the full catch-up when asked for and possible. True: it ran and the step
+    drafts at once (the worker runs it as a drafting step, mode "reentry"); False: SGLang's
+    catch-up step runs. Every outcome is counted in the status (`reentry.full_catchup`). A
+    failure is logged and turns it off for the rest of the run: the draft KV is only advisory,
+    the target's is untouched. The batch's stale marks are cleared whatever happened."""
+    ledger = ctl.staleness
+    try:
+        if ctl.cfg.catchup != "full":
+            return False
+        why = _why_not(worker, batch, from_plain)
+        if why is not None:
+            ledger.on_full_catchup_skipped(why)
+            return False
+        plan = run_full_catchup(worker, batch)
+        if plan is None:
+            ledger.on_full_catchup_skipped("bookkeeping gap")
+            return False
+        ledger.on_full_catchup(plan.stale_positions, len(plan.tokens))
+        return True
+    except LengthMismatch as exc:
+        ledger.on_full_catchup_skipped("length mismatch")
+        logger.error("adaptive_spec: full catch-up skipped, lengths differ: %s", exc)
+        return False
+    except Exception as exc:
+        import dataclasses
+
+        ctl.cfg = dataclasses.replace(ctl.cfg, catchup="newest")
+        ledger.on_full_catchup_skipped("failed")
+        logger.error("adaptive_spec: full catch-up failed (%r); re-entries catch up the newest position "
+                     "only from now on", exc, exc_info=exc)
+        return False
+    finally:
+        clear_stale(getattr(batch, "reqs", None) or ())
+
+
+def _why_not(worker, batch, from_plain: bool) -> Optional[str]:
+    if not from_plain:
+        return "last step not plain"  # host lengths lag the GPU's after a spec or lean off step
+    from . import hooks_plain
+
+    if not hooks_plain.batch_eligible(batch):
+        return "grammar, logprobs or hidden states"
+    return ineligible(worker.server_args)

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# GPU machine nvidia-h200-x2, session 15 (2026-11-30). Session 15 ran call_s14.sh op first (commit
+# aa8929e; results 2026-11-30-s15-off-prefill-*), then:
+#   fc (~8 min) `--adaptive-spec-catchup full` (new this session, catchup.py): at re-entry the
+#      target and the draft re-run over every stale position, then the step drafts at once.
+#      With ADAPTIVE_SPEC_CATCHUP_CHECK=1 (the host's lengths checked against the GPU's at every
+#      full catch-up). Both GPUs the always-right pair, 1 / 16 / 64 requests, lossless vs plain,
+#      acceptance by drafting round since re-entry from each server's status:
+#      GPU 0 plain, eagle3, flapping every 8 steps (SGLang's catch-up), the same with full;
+#      GPU 1 plain, flapping every step with full (every drafting step is a re-entry), flapping
+#      every 64 steps with plain prefills while off (prompts admitted then have no draft KV),
+#      the same with full.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s15.sh fc
+source scripts/device/common.sh
+
+# acceptance by drafting round since re-entry, the full catch-up's counts and the step modes of
+# every server in the sweep JSONs given (rank 0)
+reentry_table() {
+  python3 - "$@" <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    d = json.load(open(path))
+    for name, s in d["systems"].items():
+        for rank in (s.get("final_status") or [])[:1]:
+            r = rank.get("reentry") or {}
+            print(name, "modes", json.dumps(rank.get("step_modes")), "full", json.dumps(r.get("full_catchup")))
+            for k, row in (r.get("accept_len_by_round_since_reentry") or {}).items():
+                print(" ", name, f"steps {k} accept length by round:", row["accept_len"], "request-rounds", row["request_rounds"])
+PY
+}
+
+case "${1:-}" in
+fc)
+  export DEADLINE_S=${DEADLINE_S:-500} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_CATCHUP_CHECK=1
+  build_two_pairs /tmp/al-8b aligned /tmp/al-8b-1 aligned --preset 8b
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  FULL="--adaptive-spec-catchup full"; PP="--adaptive-spec-off-prefill plain"
+  sweep 0 catchup-flap8 /tmp/al-8b/target /tmp/al-8b/draft-aligned \
+    plain,eagle3,adaptive-spec:flap8,adaptive-spec:flap8-full --concurrency 1,16,64 \
+    --system-args "adaptive-spec:flap8=--adaptive-spec-force flap:8" \
+    --system-args "adaptive-spec:flap8-full=--adaptive-spec-force flap:8 $FULL" > /tmp/sweep-fc0.txt &
+  sweep 1 catchup-prompts /tmp/al-8b-1/target /tmp/al-8b-1/draft-aligned \
+    plain,adaptive-spec:flap1-full,adaptive-spec:flap64-pp,adaptive-spec:flap64-pp-full --concurrency 1,16,64 \
+    --system-args "adaptive-spec:flap1-full=--adaptive-spec-force flap:1 $FULL" \
+    --system-args "adaptive-spec:flap64-pp=--adaptive-spec-force flap:64 $PP" \
+    --system-args "adaptive-spec:flap64-pp-full=--adaptive-spec-force flap:64 $PP $FULL" > /tmp/sweep-fc1.txt
+  wait; cat /tmp/sweep-fc0.txt /tmp/sweep-fc1.txt | grep -v "^\s*$" | tail -50
+  reentry_table "$OUT"/sweep-catchup-*.json
+  grep -h -i -E "full catch-up|plain off path|Traceback|Error" /tmp/logs-catchup-*/*.log \
+    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
+  pack_logs logs-fc.tar.xz /tmp/logs-catchup-*/*.log ;;
+*) echo "usage: call_s15.sh fc"; exit 2 ;;
+esac
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$1"
+say "done $1"
