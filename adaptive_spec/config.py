@@ -48,15 +48,18 @@ OFF_BARRIERS = ("coarse", "fast")
 PLAIN_KV = ("reserve", "release", "lazy")  # appended: the status wire codes are indices
 # With the plain off path, how a prefill runs while drafting is off (sglang_plugin/hooks_plain.py,
 # session 14): "spec" (SGLang's: the target with its hidden states captured, then the draft's
-# own prefill) or "plain" (the plain server's prefill: no draft work; the draft's KV for those
-# prompts is not written, which can lower those requests' acceptance once drafting resumes).
+# own prefill) or "plain" (the plain server's prefill of short prompts: no draft work; the full
+# catch-up at re-entry writes those prompts' draft KV; the default since session 15, when forced
+# off with it made 1.00-1.06x of plain at 64-256 requests and, with the catch-up, acceptance
+# after re-entry came back to 3.94-3.99 of 4.00 instead of 3.48-3.62 without it).
 OFF_PREFILLS = ("spec", "plain")
 # What the first drafting step after off steps rewrites of the draft KV (session 15,
-# sglang_plugin/catchup.py): "newest" (SGLang's catch-up step alone: the newest position) or
-# "full" (before it, the target and the draft re-run, eager, over every position decoded while
-# off and every prompt prefilled plain, so the draft attends over fresh KV again; plain off
-# path only; costs one prefill of those positions per re-entry).
-CATCHUPS = ("newest", "full")
+# sglang_plugin/catchup.py): "newest" (SGLang's catch-up step alone: the newest position),
+# "full" (instead, the target and the draft re-run, eager, over every position decoded while
+# off and every prompt prefilled plain, then the step drafts at once; plain off path only; one
+# eager prefill of those positions per re-entry) or "auto" (full when the requests have 32
+# stale positions or more on average, else newest: the default).
+CATCHUPS = ("newest", "full", "auto")  # appended: the status wire codes are indices
 
 # Upper bounds that catch typos ("--adaptive-spec-threshold 1e9") without limiting real use.
 MAX_BATCH_LEVEL = 1 << 20
@@ -114,8 +117,8 @@ class AdaptiveSpecConfig:
     off_path: str = "plain"
     off_barrier: str = "coarse"
     plain_kv: str = "lazy"
-    off_prefill: str = "spec"
-    catchup: str = "newest"
+    off_prefill: str = "plain"
+    catchup: str = "auto"
     # Goodput policy: optional TPOT target in milliseconds.
     tpot_slo_ms: Optional[float] = None
 

@@ -101,17 +101,18 @@ _CHOICE_FLAGS = {
     "off_prefill": (
         OFF_PREFILLS,
         "With the plain off path, a prefill once drafting has been off 32 decode steps in a row: "
-        "SGLang's spec prefill (spec, "
-        "default: the target keeps its hidden states and the draft prefills too) or the plain "
-        "server's (plain: no draft work; those prompts get no draft KV, which can lower their "
-        "acceptance once drafting resumes; lossless either way).",
+        "SGLang's spec prefill (spec: the target keeps its hidden states and the draft prefills "
+        "too) or, for prompts of 256 tokens or fewer on average, the plain server's (plain, "
+        "default: no draft work; the catch-up at re-entry writes those prompts' draft KV, see "
+        "--adaptive-spec-catchup). Lossless either way.",
     ),
     "catchup": (
         CATCHUPS,
         "With the plain off path, what the first drafting step after off steps rewrites of the "
-        "draft KV: the newest position (newest, default: SGLang's catch-up step) or, before it, "
-        "every position decoded while off and every prompt prefilled plain (full: the target and "
-        "the draft re-run eager over them, one prefill's cost per re-entry; lossless either way).",
+        "draft KV: the newest position (newest: SGLang's catch-up step), every position decoded "
+        "while off and every prompt prefilled plain (full: the target and the draft re-run eager "
+        "over them, then the step drafts at once; one prefill's cost per re-entry), or full when "
+        "the requests have 32 stale positions or more on average (auto, default). Lossless either way.",
     ),
 }
 

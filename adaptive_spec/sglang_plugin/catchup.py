@@ -1,6 +1,8 @@
-"""`--adaptive-spec-catchup full` (session 15): at re-entry, the draft KV of every position
-decoded while drafting was off (and of prompts prefilled plain, `--adaptive-spec-off-prefill
-plain`) is rewritten before drafting resumes (SGLang 0.5.16, plain off path).
+"""`--adaptive-spec-catchup {auto,full}` (session 15; auto is the default): at re-entry, the
+draft KV of every position decoded while drafting was off (and of prompts prefilled plain,
+`--adaptive-spec-off-prefill plain`) is rewritten before drafting resumes (SGLang 0.5.16,
+plain off path). `auto` does it when the batch's requests have AUTO_MIN_MEAN_STALE stale
+positions or more on average, else leaves the re-entry to SGLang's catch-up step.
 
 Why: an off step writes no draft KV, and SGLang's catch-up step (0 steps with draft-extend)
 rewrites only the newest position. The draft then attends over stale KV: on the always-right
@@ -47,6 +49,13 @@ DEFAULT_TOKEN_CAP = 8192  # when the server sets no chunked prefill size
 # Debug runs: compare the host's lengths with the GPU's before each full catch-up (one host sync
 # per re-entry); a mismatch skips it ("length mismatch") and is logged.
 CHECK_ENV = "ADAPTIVE_SPEC_CATCHUP_CHECK"
+# `auto`: a full catch-up costs about one eager prefill's host time whatever its size (H200,
+# session 15, always-right pair: flapping every 8 steps, 8 stale positions per request, full made
+# 0.90x / 0.97x / 0.97x of SGLang's catch-up at 1 / 16 / 64 requests although every round after
+# re-entry then accepted 4.00 instead of 3.83-3.91), and what it restores grows with the stale
+# positions (flapping every 64 steps with plain prefills while off: 1.02x / 1.03x / 1.01x, and
+# 3.94-3.99 per round after re-entry instead of 3.48-3.62). Between the two measured points.
+AUTO_MIN_MEAN_STALE = 32
 
 
 def mark_stale(req, position: int) -> None:
@@ -58,6 +67,16 @@ def mark_stale(req, position: int) -> None:
 def clear_stale(reqs) -> None:
     for req in reqs:
         setattr(req, STALE_FROM, None)
+
+
+def stale_positions(reqs) -> int:
+    """The positions a full catch-up would rewrite, before any cap."""
+    total = 0
+    for req in reqs:
+        start = getattr(req, STALE_FROM, None)
+        if start is not None:
+            total += max(0, req.kv_committed_len - start)
+    return total
 
 
 class LengthMismatch(RuntimeError):
@@ -219,16 +238,20 @@ def install_draft_state(spec_info, fresh) -> None:
 
 
 def at_reentry(worker, batch, ctl, from_plain: bool) -> bool:
-    """At a re-entry, the full catch-up when asked for and possible. True: it ran and the step
+    """At a re-entry, the full catch-up when asked for (full, or auto and enough stale positions)
+    and possible. True: it ran and the step
     drafts at once (the worker runs it as a drafting step, mode "reentry"); False: SGLang's
     catch-up step runs. Every outcome is counted in the status (`reentry.full_catchup`). A
     failure is logged and turns it off for the rest of the run: the draft KV is only advisory,
     the target's is untouched. The batch's stale marks are cleared whatever happened."""
     ledger = ctl.staleness
     try:
-        if ctl.cfg.catchup != "full":
+        if ctl.cfg.catchup == "newest":
             return False
         why = _why_not(worker, batch, from_plain)
+        if why is None and ctl.cfg.catchup == "auto" and \
+                stale_positions(batch.reqs) < AUTO_MIN_MEAN_STALE * len(batch.reqs):
+            why = "few stale positions"
         if why is not None:
             ledger.on_full_catchup_skipped(why)
             return False

@@ -133,7 +133,7 @@ def after_init_cuda_graphs(ret, worker, *args, **kwargs):
             "adaptive_spec: decode off-path ready (CUDA graphs: %s)",
             worker._as_decode_path.graph_runner is not None,
         )
-        if ctl.cfg.catchup == "full":
+        if ctl.cfg.catchup != "newest":
             why = catchup.ineligible(worker.server_args)
             logger.log(logging.WARNING if why else logging.INFO, "adaptive_spec: full catch-up %s",
                        f"unavailable here ({why}): re-entries catch up the newest position" if why else

@@ -185,14 +185,22 @@ def around_prepare_for_decode(orig, batch, *args, **kwargs):
 # sustained off period (a busy server), not a probe's gap or the crossover band's switching,
 # where its requests would soon draft from a prompt the draft never saw.
 PLAIN_PREFILL_AFTER_OFF_STEPS = 32
+# ... and only a batch of short prompts: what a plain prefill saves is the draft's prefill, mostly
+# a fixed host cost per batch (on the H200 forced off made 0.96-0.97x of plain with spec
+# prefills and 1.00-1.06x with plain ones, prompts of 40-128 tokens, sessions 14-15), and what
+# it costs is a re-run of the target over the prompt at re-entry (the full catch-up, capped at
+# one chunked prefill), which a long prompt makes dear and may not cover.
+PLAIN_PREFILL_MAX_TOKENS_PER_REQUEST = 256
 
 
 def after_prepare_for_extend(ret, batch, *args, **kwargs):
-    """AFTER hook on ScheduleBatch.prepare_for_extend: with `--adaptive-spec-off-prefill plain`,
-    a prefill while drafting is off runs as the plain server's (SGLang prepares a prefill the
-    same way for both; the spec step differs in the worker: the target keeps every token's
-    hidden states and the draft prefills the prompt, eager). Off means the last
-    PLAIN_PREFILL_AFTER_OFF_STEPS decisions were 0 steps, the same on every TP rank. The batch
+    """AFTER hook on ScheduleBatch.prepare_for_extend: with `--adaptive-spec-off-prefill plain`
+    (the default since session 15), a prefill of short prompts while drafting is off runs as the
+    plain server's (SGLang prepares a prefill the same way for both; the spec step differs in the
+    worker: the target keeps every token's hidden states and the draft prefills the prompt,
+    eager). Off means the last PLAIN_PREFILL_AFTER_OFF_STEPS decisions were 0 steps, the same on
+    every TP rank. Its requests' stale marks cover the prompt past its cached prefix: the full
+    catch-up at re-entry writes their draft KV (catchup.py). The batch
     stays plain until it merges (before_merge_batch) or, as the running batch, until its first
     decode preparation (a plain batch's)."""
     ctl = get_controller()
@@ -201,6 +209,8 @@ def after_prepare_for_extend(ret, batch, *args, **kwargs):
     if ctl.off_run < PLAIN_PREFILL_AFTER_OFF_STEPS or not batch.forward_mode.is_extend() or not batch_eligible(batch):
         return None
     if getattr(batch, "chunked_req", None) is not None:  # a prompt in chunks: left to SGLang
+        return None
+    if (batch.extend_num_tokens or 0) > PLAIN_PREFILL_MAX_TOKENS_PER_REQUEST * len(batch.reqs):
         return None
     batch.spec_algorithm = sglang_names().no_spec
     setattr(batch, PLAIN_MARK, True)

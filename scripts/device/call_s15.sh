@@ -10,7 +10,11 @@
 #      GPU 1 plain, flapping every step with full (every drafting step is a re-entry), flapping
 #      every 64 steps with plain prefills while off (prompts admitted then have no draft KV),
 #      the same with full.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s15.sh fc
+#   nd (~9 min) the defaults of the code it travels with, five levels 1 / 16 / 64 / 128 / 256:
+#      GPU 0 the always-right pair: plain, eagle3, threshold (the default policy), goodput (issue
+#      3's threshold table, issue 5's envelope); GPU 1 dial 0.7: plain, eagle3, SGLang's built-in
+#      adaptive mode, goodput (issue 5's 2x at 128 / 256 and envelope).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s15.sh fc|nd
 source scripts/device/common.sh
 
 # acceptance by drafting round since re-entry, the full catch-up's counts and the step modes of
@@ -49,7 +53,23 @@ fc)
   grep -h -i -E "full catch-up|plain off path|Traceback|Error" /tmp/logs-catchup-*/*.log \
     | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
   pack_logs logs-fc.tar.xz /tmp/logs-catchup-*/*.log ;;
-*) echo "usage: call_s15.sh fc"; exit 2 ;;
+nd)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_two_pairs /tmp/al-8b aligned /tmp/soak-8b dial:0.7 --preset 8b
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
+  sweep 0 defaults-aligned /tmp/al-8b/target /tmp/al-8b/draft-aligned \
+    plain,eagle3,adaptive-spec:threshold,adaptive-spec:goodput --concurrency 1,16,64,128,256 \
+    --system-args "$GOODPUT" > /tmp/sweep-nd0.txt &
+  sweep 1 defaults-dial-0.7 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,eagle3,builtin-adaptive,adaptive-spec:goodput --concurrency 1,16,64,128,256 \
+    --system-args "$GOODPUT" > /tmp/sweep-nd1.txt
+  wait; cat /tmp/sweep-nd0.txt /tmp/sweep-nd1.txt | grep -v "^\s*$" | tail -60
+  reentry_table "$OUT"/sweep-defaults-*.json
+  grep -h -i -E "full catch-up|plain off path|Traceback|Error" /tmp/logs-defaults-*/*.log \
+    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
+  pack_logs logs-nd.tar.xz /tmp/logs-defaults-*/*.log ;;
+*) echo "usage: call_s15.sh fc|nd"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"

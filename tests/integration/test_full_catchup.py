@@ -281,3 +281,23 @@ def test_a_debug_run_checks_the_host_lengths_against_the_gpus(monkeypatch, futur
     assert catchup_step(worker, batch).adaptive_spec_mode == "catchup" and target_seen == []
     assert state.get_controller().status()["reentry"]["full_catchup"]["skipped"] == {"length mismatch": 1}
     assert "lengths differ" in caplog.text
+
+
+@pytest.mark.parametrize("stale_from, runs", [((7, None), False), ((0, 0), True)])
+def test_auto_catches_up_in_full_only_past_32_stale_positions_a_request(monkeypatch, future_map, stale_from, runs):
+    """The default: a few stale positions are SGLang's catch-up step's (the full one costs an eager
+    prefill's host time whatever its size); a long off period or a prompt prefilled plain is ours."""
+    worker, target_seen, _ = reentry_worker(monkeypatch, future_map)
+    ctl = state.get_controller()
+    ctl.update_settings(dataclasses.replace(ctl.cfg, catchup="auto"))
+    batch = decode_batch_at_reentry(future_map)
+    batch.reqs = [req_with("a", 40, outputs=10, committed=50, stale_from=stale_from[0]),
+                  req_with("b", 40, outputs=10, committed=50, stale_from=stale_from[1])]
+    for req, row in zip(batch.reqs, [1, 3]):
+        req.req_pool_idx = row
+    batch.seq_lens = torch.tensor([50, 50])
+    setattr(batch, catchup.FROM_PLAIN, True)
+    assert catchup_step(worker, batch).adaptive_spec_mode == ("reentry" if runs else "catchup")
+    full = ctl.status()["reentry"]["full_catchup"]
+    assert (full["runs"], full["skipped"]) == ((1, {}) if runs else (0, {"few stale positions": 1}))
+    assert len(target_seen) == int(runs)
