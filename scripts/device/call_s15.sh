@@ -10,7 +10,8 @@
 #      GPU 1 plain, flapping every step with full (every drafting step is a re-entry), flapping
 #      every 64 steps with plain prefills while off (prompts admitted then have no draft KV),
 #      the same with full.
-#   nd (~9 min) the defaults of the code it travels with, five levels 1 / 16 / 64 / 128 / 256:
+#   nd (~8 min) the defaults of the code it travels with (the host's lengths checked at every full
+#      catch-up), five levels 1 / 16 / 64 / 128 / 256:
 #      GPU 0 the always-right pair: plain, eagle3, threshold (the default policy), goodput (issue
 #      3's threshold table, issue 5's envelope); GPU 1 dial 0.7: plain, eagle3, SGLang's built-in
 #      adaptive mode, goodput (issue 5's 2x at 128 / 256 and envelope).
@@ -54,7 +55,7 @@ fc)
     | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
   pack_logs logs-fc.tar.xz /tmp/logs-catchup-*/*.log ;;
 nd)
-  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  export DEADLINE_S=${DEADLINE_S:-480} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_CATCHUP_CHECK=1
   build_two_pairs /tmp/al-8b aligned /tmp/soak-8b dial:0.7 --preset 8b
   say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
   GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
