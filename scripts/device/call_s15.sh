@@ -15,7 +15,11 @@
 #      GPU 0 the always-right pair: plain, eagle3, threshold (the default policy), goodput (issue
 #      3's threshold table, issue 5's envelope); GPU 1 dial 0.7: plain, eagle3, SGLang's built-in
 #      adaptive mode, goodput (issue 5's 2x at 128 / 256 and envelope).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s15.sh fc|nd
+#   t2 (~7 min, both GPUs) issue 9's same-run TP = 2 sweep on the defaults (plain prefills while
+#      off and the full catch-up at TP = 2 for the first time): plain, eagle3, goodput at
+#      1 / 16 / 64 / 128 / 256, dial 0.7; lossless vs plain; the two ranks' decision digests
+#      compared (rank_check.py); lengths checked at every full catch-up.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s15.sh fc|nd|t2
 source scripts/device/common.sh
 
 # acceptance by drafting round since re-entry, the full catch-up's counts and the step modes of
@@ -70,7 +74,19 @@ nd)
   grep -h -i -E "full catch-up|plain off path|Traceback|Error" /tmp/logs-defaults-*/*.log \
     | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
   pack_logs logs-nd.tar.xz /tmp/logs-defaults-*/*.log ;;
-*) echo "usage: call_s15.sh fc|nd"; exit 2 ;;
+t2)
+  export DEADLINE_S=${DEADLINE_S:-420} ADAPTIVE_SPEC_RANK_CHECK_EVERY=512 NCCL_NVLS_ENABLE=0 ADAPTIVE_SPEC_CATCHUP_CHECK=1
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/soak-8b dial:0.7 --preset 8b ) || exit 3
+  say "model built (code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown})"
+  sweep 0,1 tp2-defaults /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput --server-arg "--tp-size 2" --concurrency 1,16,64,128,256 \
+    --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput"
+  reentry_table "$OUT"/sweep-tp2-defaults.json
+  for f in /tmp/logs-tp2-defaults/server-adaptive-spec_*.log; do python3 "$REPO/scripts/device/rank_check.py" "$f"; done
+  grep -h -i -E "full catch-up|plain off path|Traceback|Error" /tmp/logs-tp2-defaults/*.log \
+    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
+  pack_logs logs-t2.tar.xz /tmp/logs-tp2-defaults/*.log ;;
+*) echo "usage: call_s15.sh fc|nd|t2"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
