@@ -4,8 +4,9 @@ An off step writes no draft KV. Re-entry (the catch-up step) writes the draft KV
 position only, so a request that took part in n off steps drafts afterwards over n positions
 of stale draft KV (session 7 on the GPU: drafting steps of a server flapping every 8 steps
 accepted 3.85 vs static EAGLE-3's 3.99 on the always-right synthetic pair). This ledger counts
-those positions per request at every re-entry: the size of the work a full catch-up would do,
-and the number to hold acceptance after re-entry against.
+those positions per request at every re-entry: the size of the work a full catch-up does
+(sglang_plugin/catchup.py, session 15; its own counts are here too), and the number to hold
+acceptance after re-entry against.
 
 Cheap by construction: an off step only increments a counter. A drafting step notes the
 counter for each request in its batch (drafting steps are the costly ones: a loop over their

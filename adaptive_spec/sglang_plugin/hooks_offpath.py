@@ -16,7 +16,8 @@ catch-up    the first step after off steps whose decision is "draft": one step o
             position and fresh draft logits/hidden state. The next step drafts from a warm
             state, so its acceptance is steady-state acceptance (drafts from the stubbed
             state would all be rejected). Draft KV of the older off positions is not
-            rewritten (see README: limits).
+            rewritten, unless the full catch-up (catchup.py, `--adaptive-spec-catchup`) ran
+            first: then this step drafts at once instead (mode "reentry").
 on step     SGLang's step with k draft steps, untouched.
 
 `--adaptive-spec-off-path decode-lean` (the default since session 7; lossless on the GPU in

@@ -63,11 +63,14 @@ def test_runtime_change_applies_and_bad_value_is_rejected(client):
     assert client.post("/adaptive_spec/config", content=b"{nope").status_code == 400
 
 
-@pytest.mark.parametrize("off_path", ["sglang", "decode-lean", "decode"])
-def test_off_path_changes_travel_to_the_scheduler_intact(client, off_path):
-    ok = client.post("/adaptive_spec/config", json={"off_path": off_path})
+@pytest.mark.parametrize("key, value", [("off_path", "sglang"), ("off_path", "decode-lean"), ("off_path", "decode"),
+                                        ("off_barrier", "fast"), ("plain_kv", "release"), ("off_prefill", "spec"),
+                                        ("catchup", "full"), ("catchup", "newest")])
+def test_choice_changes_travel_to_the_scheduler_intact(client, key, value):
+    """Choices cross to the scheduler as their index in the choice tuple (status._CHOICES)."""
+    ok = client.post("/adaptive_spec/config", json={key: value})
     assert ok.status_code == 200, ok.json()
-    assert state.get_controller().cfg.off_path == off_path
+    assert getattr(state.get_controller().cfg, key) == value
 
 
 def test_sglang_keys_still_reach_sglang():
