@@ -9,8 +9,9 @@ rewrites only the newest position. The draft then attends over stale KV: on the 
 synthetic pair it accepted 3.85-3.90 per round after re-entry vs 4.00 steady (H200, session 14,
 NOTES-reentry-catchup.md "G0"), and a prompt prefilled plain has no draft KV at all.
 
-How (the design and its reading of SGLang: NOTES-reentry-catchup.md): just before SGLang's
-catch-up step, two eager forwards shaped as SGLang's own prefill of a chunk with a prefix:
+How (the design and its reading of SGLang: NOTES-reentry-catchup.md): at the re-entry step,
+before SGLang's step runs, two eager forwards shaped as SGLang's own prefill of a chunk with a
+prefix:
 1. the target over each request's stale positions [s, T), its hidden states kept (FULL), its
    K/V written to slot 0 (the allocator never hands it out; SGLang's graph padding writes there
    too), so the real target KV, and with it every output, stays the plain server's. The extend

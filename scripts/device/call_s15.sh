@@ -19,7 +19,16 @@
 #      off and the full catch-up at TP = 2 for the first time): plain, eagle3, goodput at
 #      1 / 16 / 64 / 128 / 256, dial 0.7; lossless vs plain; the two ranks' decision digests
 #      compared (rank_check.py); lengths checked at every full catch-up.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s15.sh fc|nd|t2
+# Prepared for the next session, not run (each on the defaults of the code it travels with):
+#   th (~8 min) issue 3's threshold table with the acceptance floor: plain, eagle3, threshold,
+#      flapping every 8 steps (default catch-up); GPU 0 always-wrong draft, GPU 1 dial 0.5;
+#      1 / 16 / 64 / 128 / 256.
+#   gp (~9 min) issue 5's envelope in paired repeats where one pass cannot tell (16-128):
+#      plain, eagle3, goodput, 3 repeats; GPU 0 dial 0.7, GPU 1 always-right.
+#   moe (~9 min) issue 10 on the defaults: the Qwen3-MoE layout (16 layers), plain, eagle3,
+#      goodput at 1 / 4 / 16 / 64; GPU 0 dial 0.7, GPU 1 random draft.
+# (fc and nd ran with their report steps written out; `report` below does the same steps.)
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s15.sh fc|nd|t2|th|gp|moe
 source scripts/device/common.sh
 
 # acceptance by drafting round since re-entry, the full catch-up's counts and the step modes of
@@ -38,6 +47,17 @@ for path in sys.argv[1:]:
 PY
 }
 
+# After a call's sweeps: their tables ($3...: the sweeps' text files), the re-entry table, our log
+# lines and errors, and the server logs packed into $OUT/$2; $1: the sweeps' name prefix.
+report() {
+  local prefix=$1 archive=$2; shift 2
+  cat "$@" | grep -v "^\s*$" | tail -60
+  reentry_table "$OUT"/sweep-"$prefix"*.json
+  grep -h -i -E "full catch-up|plain off path|Traceback|Error" /tmp/logs-"$prefix"*/*.log \
+    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
+  pack_logs "$archive" /tmp/logs-"$prefix"*/*.log
+}
+
 case "${1:-}" in
 fc)
   export DEADLINE_S=${DEADLINE_S:-500} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_CATCHUP_CHECK=1
@@ -53,11 +73,7 @@ fc)
     --system-args "adaptive-spec:flap1-full=--adaptive-spec-force flap:1 $FULL" \
     --system-args "adaptive-spec:flap64-pp=--adaptive-spec-force flap:64 $PP" \
     --system-args "adaptive-spec:flap64-pp-full=--adaptive-spec-force flap:64 $PP $FULL" > /tmp/sweep-fc1.txt
-  wait; cat /tmp/sweep-fc0.txt /tmp/sweep-fc1.txt | grep -v "^\s*$" | tail -50
-  reentry_table "$OUT"/sweep-catchup-*.json
-  grep -h -i -E "full catch-up|plain off path|Traceback|Error" /tmp/logs-catchup-*/*.log \
-    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
-  pack_logs logs-fc.tar.xz /tmp/logs-catchup-*/*.log ;;
+  wait; report catchup- logs-fc.tar.xz /tmp/sweep-fc0.txt /tmp/sweep-fc1.txt ;;
 nd)
   export DEADLINE_S=${DEADLINE_S:-480} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_CATCHUP_CHECK=1
   build_two_pairs /tmp/al-8b aligned /tmp/soak-8b dial:0.7 --preset 8b
@@ -69,11 +85,7 @@ nd)
   sweep 1 defaults-dial-0.7 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
     plain,eagle3,builtin-adaptive,adaptive-spec:goodput --concurrency 1,16,64,128,256 \
     --system-args "$GOODPUT" > /tmp/sweep-nd1.txt
-  wait; cat /tmp/sweep-nd0.txt /tmp/sweep-nd1.txt | grep -v "^\s*$" | tail -60
-  reentry_table "$OUT"/sweep-defaults-*.json
-  grep -h -i -E "full catch-up|plain off path|Traceback|Error" /tmp/logs-defaults-*/*.log \
-    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
-  pack_logs logs-nd.tar.xz /tmp/logs-defaults-*/*.log ;;
+  wait; report defaults- logs-nd.tar.xz /tmp/sweep-nd0.txt /tmp/sweep-nd1.txt ;;
 t2)
   export DEADLINE_S=${DEADLINE_S:-420} ADAPTIVE_SPEC_RANK_CHECK_EVERY=512 NCCL_NVLS_ENABLE=0 ADAPTIVE_SPEC_CATCHUP_CHECK=1
   ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/soak-8b dial:0.7 --preset 8b ) || exit 3
@@ -86,7 +98,42 @@ t2)
   grep -h -i -E "full catch-up|plain off path|Traceback|Error" /tmp/logs-tp2-defaults/*.log \
     | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
   pack_logs logs-t2.tar.xz /tmp/logs-tp2-defaults/*.log ;;
-*) echo "usage: call_s15.sh fc|nd|t2"; exit 2 ;;
+th)
+  export DEADLINE_S=${DEADLINE_S:-540} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_two_pairs /tmp/rw-8b random /tmp/d5-8b dial:0.5 --preset 8b
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  for g in 0 1; do
+    name=$([ $g = 0 ] && echo threshold-random || echo threshold-dial-0.5)
+    dir=$([ $g = 0 ] && echo /tmp/rw-8b/draft-random || echo /tmp/d5-8b/draft-dial-0.5)
+    sweep $g "$name" "${dir%/*}/target" "$dir" plain,eagle3,adaptive-spec:threshold,adaptive-spec:flap8 \
+      --concurrency 1,16,64,128,256 --system-args "adaptive-spec:flap8=--adaptive-spec-force flap:8" \
+      > "/tmp/sweep-th$g.txt" &
+  done
+  wait; report threshold- logs-th.tar.xz /tmp/sweep-th0.txt /tmp/sweep-th1.txt ;;
+gp)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_two_pairs /tmp/soak-8b dial:0.7 /tmp/al-8b aligned --preset 8b
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  sweep 0 paired-dial-0.7 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,eagle3,adaptive-spec:goodput \
+    --concurrency 16,64,128 --repeat 3 --time-budget-s 6 --time-budget-from 128:6 \
+    --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > /tmp/sweep-gp0.txt &
+  sweep 1 paired-aligned /tmp/al-8b/target /tmp/al-8b/draft-aligned plain,eagle3,adaptive-spec:goodput \
+    --concurrency 16,64,128 --repeat 3 --time-budget-s 6 --time-budget-from 128:6 \
+    --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > /tmp/sweep-gp1.txt
+  wait; report paired- logs-gp.tar.xz /tmp/sweep-gp0.txt /tmp/sweep-gp1.txt ;;
+moe)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_two_pairs /tmp/moe-16 dial:0.7 /tmp/moe-16r random --preset qwen3-moe --layers 16
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  RUN_FLAGS+=(--start-timeout-s 360)
+  for g in 0 1; do
+    name=$([ $g = 0 ] && echo moe-dial-0.7 || echo moe-random)
+    dir=$([ $g = 0 ] && echo /tmp/moe-16/draft-dial-0.7 || echo /tmp/moe-16r/draft-random)
+    sweep $g "$name" "${dir%/*}/target" "$dir" plain,eagle3,adaptive-spec:goodput --concurrency 1,4,16,64 \
+      --time-budget-s 8 --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > "/tmp/sweep-moe$g.txt" &
+  done
+  wait; report moe- logs-moe.tar.xz /tmp/sweep-moe0.txt /tmp/sweep-moe1.txt ;;
+*) echo "usage: call_s15.sh fc|nd|t2|th|gp|moe"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
