@@ -24,7 +24,8 @@
 #      flapping every 8 steps (default catch-up); GPU 0 always-wrong draft, GPU 1 dial 0.5;
 #      1 / 16 / 64 / 128 / 256.
 #   gp (~9 min) issue 5's envelope in paired repeats where one pass cannot tell (16-128):
-#      plain, eagle3, goodput, 3 repeats; GPU 0 dial 0.7, GPU 1 always-right.
+#      plain, eagle3, goodput, 3 repeats, longer levels at 64 / 128 (a 128-request level held
+#      about one request lifetime in session 15); GPU 0 dial 0.7, GPU 1 always-right.
 #   moe (~9 min) issue 10 on the defaults: the Qwen3-MoE layout (16 layers), plain, eagle3,
 #      goodput at 1 / 4 / 16 / 64; GPU 0 dial 0.7, GPU 1 random draft.
 # (fc and nd ran with their report steps written out; `report` below does the same steps.)
@@ -115,10 +116,10 @@ gp)
   build_two_pairs /tmp/soak-8b dial:0.7 /tmp/al-8b aligned --preset 8b
   say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
   sweep 0 paired-dial-0.7 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,eagle3,adaptive-spec:goodput \
-    --concurrency 16,64,128 --repeat 3 --time-budget-s 6 --time-budget-from 128:6 \
+    --concurrency 16,64,128 --repeat 3 --time-budget-s 6 --time-budget-from 64:8,128:12 \
     --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > /tmp/sweep-gp0.txt &
   sweep 1 paired-aligned /tmp/al-8b/target /tmp/al-8b/draft-aligned plain,eagle3,adaptive-spec:goodput \
-    --concurrency 16,64,128 --repeat 3 --time-budget-s 6 --time-budget-from 128:6 \
+    --concurrency 16,64,128 --repeat 3 --time-budget-s 6 --time-budget-from 64:8,128:12 \
     --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > /tmp/sweep-gp1.txt
   wait; report paired- logs-gp.tar.xz /tmp/sweep-gp0.txt /tmp/sweep-gp1.txt ;;
 moe)

@@ -301,3 +301,46 @@ def test_auto_catches_up_in_full_only_past_32_stale_positions_a_request(monkeypa
     full = ctl.status()["reentry"]["full_catchup"]
     assert (full["runs"], full["skipped"]) == ((1, {}) if runs else (0, {"few stale positions": 1}))
     assert len(target_seen) == int(runs)
+
+
+@pytest.mark.parametrize("plain_kv", ["lazy", "release", "reserve"])
+@pytest.mark.parametrize("force", ["flap:1", "flap:3", "flap:8"])
+def test_at_every_reentry_the_marks_cover_every_position_without_draft_kv(monkeypatch, force, plain_kv):
+    """Over 300 switching steps through SGLang's own decode preparation (test_plain_regime_kv's
+    Sim, one overlap iteration at a time): a position has draft KV once a spec step's draft
+    extend wrote it (the verify's accepted positions) and loses it when a plain step writes it.
+    At every re-entry after plain steps the host's committed length is the true one and every
+    position without draft KV lies in [stale mark, T): what the full catch-up rewrites (played
+    here: those positions get draft KV, the marks are cleared, as catchup.at_reentry does)."""
+    from .test_plain_regime_kv import Sim
+
+    install(monkeypatch, AdaptiveSpecConfig(force=force, off_path="plain", plain_kv=plain_kv))
+    sim = Sim(monkeypatch, seed=sum(map(ord, force + plain_kv)))
+    reqs = sim.batch.reqs
+    has_draft_kv = [set(range(r.kv_committed_len)) for r in reqs]  # the prefill wrote the prompt's
+    reentries, last = 0, None
+    for _ in range(300):
+        before = list(sim.true_len)
+        kind, accepts = sim.step()
+        if kind == "plain":
+            for i in range(len(reqs)):
+                has_draft_kv[i].discard(before[i])
+        else:
+            if getattr(sim.batch, catchup.FROM_PLAIN, False):
+                reentries += 1
+                for i, req in enumerate(reqs):
+                    start = getattr(req, catchup.STALE_FROM)
+                    assert req.kv_committed_len == before[i], "the host's length is the true one at re-entry"
+                    missing = set(range(before[i])) - has_draft_kv[i]
+                    assert missing and start is not None and missing <= set(range(start, before[i]))
+                    has_draft_kv[i] |= set(range(start, before[i]))
+                catchup.clear_stale(reqs)
+                setattr(sim.batch, catchup.FROM_PLAIN, False)
+            else:
+                assert all(getattr(r, catchup.STALE_FROM, None) is None for r in reqs)
+            for i, a in enumerate(accepts):
+                has_draft_kv[i] |= set(range(before[i], before[i] + a))
+        if last is not None:
+            sim.process(last)
+        last = (kind, accepts)
+    assert reentries >= 300 // (2 * int(force.split(":")[1])) - 1
