@@ -285,4 +285,6 @@ def _why_not(worker, batch, from_plain: bool) -> Optional[str]:
 
     if not hooks_plain.batch_eligible(batch):
         return "grammar, logprobs or hidden states"
+    if any(getattr(req, "multimodal_inputs", None) is not None for req in batch.reqs):
+        return "multimodal request"  # its prompt's embeddings are not its token ids
     return ineligible(worker.server_args)

@@ -212,6 +212,8 @@ def after_prepare_for_extend(ret, batch, *args, **kwargs):
         return None
     if (batch.extend_num_tokens or 0) > PLAIN_PREFILL_MAX_TOKENS_PER_REQUEST * len(batch.reqs):
         return None
+    if any(getattr(req, "multimodal_inputs", None) is not None for req in batch.reqs):
+        return None  # the catch-up re-runs prompts from their token ids: not an image's
     batch.spec_algorithm = sglang_names().no_spec
     setattr(batch, PLAIN_MARK, True)
     cached = batch.prefix_lens or [0] * len(batch.reqs)  # a cached prefix keeps its draft KV

@@ -237,7 +237,7 @@ def test_after_plain_steps_the_reentry_step_catches_up_in_full_and_drafts_at_onc
     assert not getattr(batch, catchup.FROM_PLAIN)
 
 
-@pytest.mark.parametrize("why", ["last step not plain", "newest asked", "logprobs"])
+@pytest.mark.parametrize("why", ["last step not plain", "newest asked", "logprobs", "multimodal request"])
 def test_other_catchup_steps_run_sglangs_alone(monkeypatch, future_map, why):
     worker, target_seen, _ = reentry_worker(monkeypatch, future_map)
     batch = decode_batch_at_reentry(future_map)
@@ -246,6 +246,8 @@ def test_other_catchup_steps_run_sglangs_alone(monkeypatch, future_map, why):
     if why == "newest asked":
         ctl.update_settings(dataclasses.replace(ctl.cfg, catchup="newest"))
     batch.return_logprob = why == "logprobs"
+    if why == "multimodal request":
+        batch.reqs[0].multimodal_inputs = object()
     catchup_step(worker, batch)
     assert target_seen == []
     skipped = ctl.status()["reentry"]["full_catchup"]["skipped"]

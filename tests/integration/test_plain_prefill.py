@@ -46,7 +46,8 @@ def test_a_prefill_while_drafting_is_off_is_prepared_as_the_plain_servers(monkey
 
 
 @pytest.mark.parametrize("why", ["drafting on", "spec prefill chosen", "no decision yet", "a chunked prompt",
-                                 "logprobs asked", "path off", "off too briefly", "long prompts"])
+                                 "logprobs asked", "path off", "off too briefly", "long prompts",
+                                 "a multimodal request"])
 def test_other_prefills_stay_sglangs(monkeypatch, future_map, why):
     install(monkeypatch, AdaptiveSpecConfig(force="off", **PLAIN_PREFILL))
     batch = prefill_batch(future_map, rows=[2, 5])
@@ -68,6 +69,9 @@ def test_other_prefills_stay_sglangs(monkeypatch, future_map, why):
     elif why == "long prompts":  # the catch-up at re-entry would re-run the target over them
         decided({})
         batch.extend_num_tokens = (hooks_plain.PLAIN_PREFILL_MAX_TOKENS_PER_REQUEST + 1) * len(batch.reqs)
+    elif why == "a multimodal request":  # its prompt is not all token ids (the catch-up needs them)
+        decided({})
+        batch.reqs[1].multimodal_inputs = object()
     hooks_plain.after_prepare_for_extend(None, batch)
     assert not batch.spec_algorithm.is_none() and not getattr(batch, "_as_plain", False)
 
