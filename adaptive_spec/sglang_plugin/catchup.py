@@ -240,11 +240,12 @@ def install_draft_state(spec_info, fresh) -> None:
 
 def at_reentry(worker, batch, ctl, from_plain: bool) -> bool:
     """At a re-entry, the full catch-up when asked for (full, or auto and enough stale positions)
-    and possible. True: it ran and the step
-    drafts at once (the worker runs it as a drafting step, mode "reentry"); False: SGLang's
-    catch-up step runs. Every outcome is counted in the status (`reentry.full_catchup`). A
+    and possible. True: it ran and the step drafts at once (the worker runs it as a drafting
+    step, mode "reentry"); False: SGLang's catch-up step runs. Every outcome is counted in the status (`reentry.full_catchup`). A
     failure is logged and turns it off for the rest of the run: the draft KV is only advisory,
-    the target's is untouched. The batch's stale marks are cleared whatever happened."""
+    the target's is untouched (under tensor parallelism a failure of our own bookkeeping is the
+    same on every rank, so every rank turns it off alike). The batch's stale marks are cleared
+    whatever happened."""
     ledger = ctl.staleness
     try:
         if ctl.cfg.catchup == "newest":
