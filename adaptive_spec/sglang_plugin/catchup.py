@@ -37,6 +37,7 @@ in all: past that, the newest positions of each request.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 from dataclasses import dataclass
@@ -268,8 +269,6 @@ def at_reentry(worker, batch, ctl, from_plain: bool) -> bool:
         logger.error("adaptive_spec: full catch-up skipped, lengths differ: %s", exc)
         return False
     except Exception as exc:
-        import dataclasses
-
         ctl.cfg = dataclasses.replace(ctl.cfg, catchup="newest")
         ledger.on_full_catchup_skipped("failed")
         logger.error("adaptive_spec: full catch-up failed (%r); re-entries catch up the newest position "
@@ -282,7 +281,7 @@ def at_reentry(worker, batch, ctl, from_plain: bool) -> bool:
 def _why_not(worker, batch, from_plain: bool) -> Optional[str]:
     if not from_plain:
         return "last step not plain"  # host lengths lag the GPU's after a spec or lean off step
-    from . import hooks_plain
+    from . import hooks_plain  # here: hooks_plain imports this module
 
     if not hooks_plain.batch_eligible(batch):
         return "grammar, logprobs or hidden states"
