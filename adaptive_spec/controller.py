@@ -132,6 +132,11 @@ CPU_SAMPLE_EVERY = 16
 FLUSH_EVERY = 64
 
 
+# Step modes that end an off period (hooks_offpath): SGLang's catch-up step, or the drafting step
+# right after a full catch-up. Neither is a sample of its step count's cost.
+REENTRY_MODES = ("catchup", "reentry")
+
+
 class Controller:
     def __init__(self, cfg: AdaptiveSpecConfig, rank: int = 0, reducer=None):
         self.cfg = cfg
@@ -148,7 +153,7 @@ class Controller:
         self._pending = 0  # decisions equal to `last` not yet booked (see FLUSH_EVERY)
         self.off_run = 0  # consecutive decisions of 0 steps up to the last one (any reason)
         self.switches = 0
-        self.modes = Counter()  # worker step modes: off / catchup / on; prefill-plain batches
+        self.modes = Counter()  # worker step modes: off / catchup / on / reentry; prefill-plain batches
         self.staleness = StalenessLedger()  # stale draft positions at each re-entry
         self.fallback_reason: Optional[str] = None
         self.decide_seconds = 0.0
@@ -209,12 +214,12 @@ class Controller:
             if self.fault == ("result", self.results_seen):
                 raise RuntimeError(f"injected fault ({FAULT_ENV})")
             accepted = self.acceptance.observe(steps, correct_drafts_per_req)
-            if mode in ("catchup", "reentry"):
+            if mode in REENTRY_MODES:
                 self.staleness.on_reentry_result()
             if mode != "catchup" and accepted is not None:
                 self.staleness.on_drafting_result(steps, accepted, len(correct_drafts_per_req))
             dt = self.timer.tick(steps)
-            if mode in ("catchup", "reentry") or self._unsampled > 0:
+            if mode in REENTRY_MODES or self._unsampled > 0:
                 dt = None
             self._unsampled = max(0, self._unsampled - 1)
             observe = getattr(self.policy, "observe_step_time", None)
@@ -335,7 +340,7 @@ class Controller:
         self.recent_policy_cpu_s.clear()
 
     def note_mode(self, mode: str) -> None:
-        """How the worker ran the step (off / catchup / on, or a prefill-plain); see hooks_offpath."""
+        """How the worker ran the step (off / catchup / on / reentry, or a prefill-plain); see hooks_offpath."""
         self.modes[mode] += 1
 
     # ---- failure ------------------------------------------------------------------

@@ -19,15 +19,13 @@
 #      every 8 steps (lazy, plain prefill: lossless across prefills of both kinds), 64 / 256,
 #      3 repeats; GPU 1 dense dial 0.7, plain, eagle3, goodput (defaults), goodput (lazy, plain
 #      prefill), 1 / 16 / 64 / 128 / 256.
-# Prepared for the next session, not run:
-#   op (~9 min) issue 3's forced-off claim with plain prefills, more pairs: GPU 0 dense, plain
-#      vs forced off (plain prefills) at 64 / 128 / 256, 4 repeats; GPU 1 the Qwen3-MoE layout
-#      (random draft), plain vs forced off with and without plain prefills at 1 / 4, 4 repeats.
-#   t2 (~8 min, both GPUs) issue 9's same-run TP = 2 sweep with eagle3 on the defaults (plain
-#      off path, lazy KV): plain, eagle3, goodput at 1 / 16 / 64 / 128 / 256, dial 0.7; lossless
-#      vs plain; the two ranks' decision digests compared (rank_check.py).
+#   op (~9 min; ran first in session 15, commit aa8929e) issue 3's forced-off claim with plain
+#      prefills, more pairs: GPU 0 dense, plain vs forced off (plain prefills) at 64 / 128 / 256,
+#      4 repeats; GPU 1 the Qwen3-MoE layout (random draft), plain vs forced off with and without
+#      plain prefills at 1 / 4, 4 repeats.
+# (t2, prepared here, ran in session 15 on the newer defaults as call_s15.sh t2.)
 # call_s13.sh th | b | ds | g0 run on the defaults of the code they travel with.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s14.sh lz|tg|pp|op|t2
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s14.sh lz|tg|pp|op
 source scripts/device/common.sh
 
 # GPU 0: the dense always-right pair (/tmp/al-8b); GPU 1: the Qwen3-MoE layout, 16 layers, random
@@ -55,9 +53,7 @@ lz)
     --concurrency 1,4 --repeat 4 --time-budget-s 7 > /tmp/sweep-lz1.txt
   wait; cat /tmp/sweep-lz0.txt /tmp/sweep-lz1.txt | grep -v "^\s*$" | tail -40
   phases /tmp/logs-lazy-dense; phases /tmp/logs-lazy-moe
-  grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-lazy-*/*.log \
-    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
-  pack_logs logs-lz.tar.xz /tmp/logs-lazy-*/*.log ;;
+  log_report logs-lz.tar.xz /tmp/logs-lazy-*/*.log ;;
 tg)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
   build_two_pairs /tmp/al-8b aligned /tmp/rw-8b random --preset 8b
@@ -78,9 +74,7 @@ for name, s in d["systems"].items():
         if row:
             print(name, "accept length by drafting round since re-entry:", json.dumps(row))
 PY
-  grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-threshold-*/*.log \
-    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
-  pack_logs logs-tg.tar.xz /tmp/logs-threshold-*/*.log ;;
+  log_report logs-tg.tar.xz /tmp/logs-threshold-*/*.log ;;
 pp)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
   build_two_pairs /tmp/al-8b aligned /tmp/soak-8b dial:0.7 --preset 8b
@@ -98,9 +92,7 @@ pp)
     --system-args "adaptive-spec:goodput-pp=--adaptive-spec-policy goodput $PP" > /tmp/sweep-pp1.txt
   wait; cat /tmp/sweep-pp0.txt /tmp/sweep-pp1.txt | grep -v "^\s*$" | tail -60
   phases /tmp/logs-prefill-off > /dev/null
-  grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-prefill-*/*.log \
-    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
-  pack_logs logs-pp.tar.xz /tmp/logs-prefill-*/*.log ;;
+  log_report logs-pp.tar.xz /tmp/logs-prefill-*/*.log ;;
 op)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
   build_dense_and_moe
@@ -113,19 +105,8 @@ op)
     plain,adaptive-spec:forced-off,adaptive-spec:off-pp --concurrency 1,4 --repeat 4 --time-budget-s 6 \
     --system-args "adaptive-spec:off-pp=$OFF $PP" > /tmp/sweep-op1.txt
   wait; cat /tmp/sweep-op0.txt /tmp/sweep-op1.txt | grep -v "^\s*$" | tail -50
-  grep -h -i -E "plain off path|Traceback|Error" /tmp/logs-off-prefill-*/*.log \
-    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
-  pack_logs logs-op.tar.xz /tmp/logs-off-prefill-*/*.log ;;
-t2)
-  export DEADLINE_S=${DEADLINE_S:-540} ADAPTIVE_SPEC_RANK_CHECK_EVERY=512 NCCL_NVLS_ENABLE=0
-  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/soak-8b dial:0.7 --preset 8b ) || exit 3
-  say "model built (code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown})"
-  sweep 0,1 tp2-eagle3 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
-    plain,eagle3,adaptive-spec:goodput --server-arg "--tp-size 2" --concurrency 1,16,64,128,256 \
-    --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput"
-  for f in /tmp/logs-tp2-eagle3/server-adaptive-spec_*.log; do python3 "$REPO/scripts/device/rank_check.py" "$f"; done
-  pack_logs logs-t2.tar.xz /tmp/logs-tp2-eagle3/*.log ;;
-*) echo "usage: call_s14.sh lz|tg|pp|op|t2"; exit 2 ;;
+  log_report logs-op.tar.xz /tmp/logs-off-prefill-*/*.log ;;
+*) echo "usage: call_s14.sh lz|tg|pp|op"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"

@@ -48,15 +48,13 @@ for path in sys.argv[1:]:
 PY
 }
 
-# After a call's sweeps: their tables ($3...: the sweeps' text files), the re-entry table, our log
-# lines and errors, and the server logs packed into $OUT/$2; $1: the sweeps' name prefix.
+# After a call's sweeps: their tables ($3...: the sweeps' text files), the re-entry table, then
+# log_report on the server logs into $OUT/$2; $1: the sweeps' name prefix.
 report() {
   local prefix=$1 archive=$2; shift 2
   cat "$@" | grep -v "^\s*$" | tail -60
   reentry_table "$OUT"/sweep-"$prefix"*.json
-  grep -h -i -E "full catch-up|plain off path|Traceback|Error" /tmp/logs-"$prefix"*/*.log \
-    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
-  pack_logs "$archive" /tmp/logs-"$prefix"*/*.log
+  log_report "$archive" /tmp/logs-"$prefix"*/*.log
 }
 
 case "${1:-}" in
@@ -96,9 +94,7 @@ t2)
     --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput"
   reentry_table "$OUT"/sweep-tp2-defaults.json
   for f in /tmp/logs-tp2-defaults/server-adaptive-spec_*.log; do python3 "$REPO/scripts/device/rank_check.py" "$f"; done
-  grep -h -i -E "full catch-up|plain off path|Traceback|Error" /tmp/logs-tp2-defaults/*.log \
-    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
-  pack_logs logs-t2.tar.xz /tmp/logs-tp2-defaults/*.log ;;
+  log_report logs-t2.tar.xz /tmp/logs-tp2-defaults/*.log ;;
 th)
   export DEADLINE_S=${DEADLINE_S:-540} ADAPTIVE_SPEC_WARM_SAMPLING=0
   build_two_pairs /tmp/rw-8b random /tmp/d5-8b dial:0.5 --preset 8b

@@ -212,3 +212,12 @@ pack_logs() {
   done
   tar -cJf "$OUT/$archive" $(for f in "$@"; do echo "$f.excerpt" "$f.batches"; done) 2>/dev/null
 }
+
+# After a call's sweeps: our start-up lines and every error in the server logs given (counted),
+# then the logs packed into $OUT/$1 (pack_logs).
+log_report() {
+  local archive=$1; shift
+  grep -h -i -E "full catch-up|plain off path|Traceback|Error" "$@" \
+    | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
+  pack_logs "$archive" "$@"
+}
