@@ -622,6 +622,16 @@ def parse_status(obj) -> Tuple[Optional[int], Optional[dict]]:
     return steps, hist
 
 
+def rank0_counters(obj) -> Tuple[Optional[dict], Optional[dict]]:
+    """Rank 0's cumulative decision counts by "<steps>:<reason>" (how often the policy probed)
+    and its decode steps by the mode the worker ran them in (off / on / catchup / reentry /
+    prefill-plain), from our status JSON; (None, None) where absent."""
+    ranks = obj.get("ranks") if isinstance(obj, dict) else None
+    first = ranks[0] if isinstance(ranks, list) and ranks and isinstance(ranks[0], dict) else {}
+    pick = [first.get(k) for k in ("decisions", "step_modes")]
+    return tuple(v if isinstance(v, dict) else None for v in pick)
+
+
 def loads_sum(obj, key: str) -> Optional[int]:
     """One ``GET /v1/loads`` field (e.g. ``num_used_tokens``) summed over ranks."""
     if not isinstance(obj, dict) or not isinstance(obj.get("loads"), list):
@@ -665,7 +675,7 @@ class Poller:
 
     async def sample(self) -> dict:
         s = {"t": now(), "running": None, "waiting": None, "gen_throughput": None,
-             "steps": None, "steps_histogram": None}
+             "steps": None, "steps_histogram": None, "decisions": None, "step_modes": None}
         if self.has_loads is not False:
             code, obj = await self.client.get_json("/v1/loads?include=core", timeout=2.0)
             if code == 200:
@@ -678,6 +688,7 @@ class Poller:
             if code == 200:
                 self.has_status = True
                 s["steps"], s["steps_histogram"] = parse_status(obj)
+                s["decisions"], s["step_modes"] = rank0_counters(obj)
             elif self.has_status is None:
                 self.has_status = False
         return s
@@ -790,6 +801,6 @@ def open_requests(rate: float, budget_s: float, cap: int = 512) -> int:
 __all__ = [
     "BenchError", "RunError", "Client", "LoopResult", "Poller", "Schedule", "check_loopback",
     "make_prompt", "run_closed", "run_open", "steady", "step_pattern", "sawtooth_pattern",
-    "bursty_pattern", "wait_idle", "timeline_from", "run_async", "parse_status", "parse_loads",
+    "bursty_pattern", "wait_idle", "timeline_from", "run_async", "parse_status", "rank0_counters", "parse_loads",
     "level_requests", "open_requests",
 ]

@@ -804,6 +804,12 @@ class Sweep:
         elif steps:
             row["steps_histogram"] = st.histogram_of(steps)
             row["steps_histogram_source"] = "sampled"
+        # what the level's steps were: probes vs the cost model's choices, and how the worker
+        # ran them (a level that drafted less than its histogram says paid for re-entries)
+        for key in ("decisions", "step_modes"):
+            seen = [s[key] for s in samples if s.get(key) is not None]
+            if len(seen) >= 2:
+                row[key] = st.histogram_diff(seen[-1], seen[0])
 
     def _pattern_rows(self, name, recs, res, sched, samples):
         c = self.cfg

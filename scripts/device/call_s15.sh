@@ -27,7 +27,10 @@
 #      plain, eagle3, goodput, 3 repeats, longer levels at 64 / 128 (a 128-request level held
 #      about one request lifetime in session 15); GPU 0 dial 0.7, GPU 1 always-right.
 #   moe (~9 min) issue 10 on the defaults: the Qwen3-MoE layout (16 layers), plain, eagle3,
-#      goodput at 1 / 4 / 16 / 64; GPU 0 dial 0.7, GPU 1 random draft.
+#      SGLang's built-in adaptive mode, goodput at 1 / 4 / 16 / 64 / 128 / 256 (widened in
+#      session 16 to issue 10's table); GPU 0 dial 0.7, GPU 1 random draft.
+# Session 16 ran th, moe and gp as written here (the sweeps' rows now carry each level's
+# decisions by reason and steps by mode).
 # (fc and nd ran with their report steps written out; `report` below does the same steps.)
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s15.sh fc|nd|t2|th|gp|moe
 source scripts/device/common.sh
@@ -39,6 +42,10 @@ reentry_table() {
 import json, sys
 for path in sys.argv[1:]:
     d = json.load(open(path))
+    for row in d["rows"]:  # each level's decisions by reason and steps by mode (session 16 on)
+        if row.get("decisions"):
+            print(row["system"], row["concurrency"], row.get("repeat", ""), "decisions",
+                  json.dumps(row["decisions"]), "modes", json.dumps(row.get("step_modes")))
     for name, s in d["systems"].items():
         for rank in (s.get("final_status") or [])[:1]:
             r = rank.get("reentry") or {}
@@ -126,8 +133,8 @@ moe)
   for g in 0 1; do
     name=$([ $g = 0 ] && echo moe-dial-0.7 || echo moe-random)
     dir=$([ $g = 0 ] && echo /tmp/moe-16/draft-dial-0.7 || echo /tmp/moe-16r/draft-random)
-    sweep $g "$name" "${dir%/*}/target" "$dir" plain,eagle3,adaptive-spec:goodput --concurrency 1,4,16,64 \
-      --time-budget-s 8 --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > "/tmp/sweep-moe$g.txt" &
+    sweep $g "$name" "${dir%/*}/target" "$dir" plain,eagle3,builtin-adaptive,adaptive-spec:goodput \
+      --concurrency 1,4,16,64,128,256 --time-budget-s 6 --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > "/tmp/sweep-moe$g.txt" &
   done
   wait; report moe- logs-moe.tar.xz /tmp/sweep-moe0.txt /tmp/sweep-moe1.txt ;;
 *) echo "usage: call_s15.sh fc|nd|t2|th|gp|moe"; exit 2 ;;

@@ -54,6 +54,8 @@ class Fake:
         self.t0 = time.time()
         self.running = 0
         self.steps_hist = {}
+        self.decisions = {}  # "<steps>:<reason>" as the real status counts them
+        self.step_modes = {}
         self.spec = a.speculative_algorithm is not None
         self.k = (a.speculative_num_steps + 1) if self.spec else 1
 
@@ -84,7 +86,9 @@ class Fake:
         if not self.a.fake_status:
             raise web.HTTPNotFound()
         # the real route's shape: per-rank states plus the first rank's steps and histogram
-        return web.json_response({"ranks": [{"steps_histogram": self.steps_hist}],
+        rank = {"steps_histogram": self.steps_hist, "decisions": self.decisions,
+                "step_modes": self.step_modes}
+        return web.json_response({"ranks": [rank],
                                   "steps": self.cur_steps(), "steps_histogram": self.steps_hist})
 
     async def metrics(self, req):
@@ -163,6 +167,9 @@ class Fake:
                 await asyncio.sleep(self.a.fake_delay_s)
                 s = self.cur_steps()
                 self.steps_hist[str(s)] = self.steps_hist.get(str(s), 0) + 1
+                why, mode = f"{s}:cost_model", "off" if s == 0 else "on"
+                self.decisions[why] = self.decisions.get(why, 0) + 1
+                self.step_modes[mode] = self.step_modes.get(mode, 0) + 1
                 new = out[sent:sent + c]
                 sent += c
                 ids_field = new if self.a.fake_incremental else out[:sent]

@@ -205,6 +205,10 @@ def test_status_and_loads_parsing():
     assert lg.parse_status({"steps": 3, "steps_histogram": {"0": 5, "3": 2}}) == (3, {"0": 5, "3": 2})
     assert lg.parse_status({"current_steps": 1}) == (1, None)
     assert lg.parse_status(None) == (None, None)
+    status = {"ranks": [{"decisions": {"0:probe": 2}, "step_modes": {"off": 2}}, {"decisions": {}}]}
+    assert lg.rank0_counters(status) == ({"0:probe": 2}, {"off": 2})
+    assert lg.rank0_counters({"ranks": [None]}) == (None, None)
+    assert lg.rank0_counters({"steps": 3}) == (None, None)
     assert lg.parse_loads({"loads": [{"num_running_reqs": 3, "num_waiting_reqs": 1,
                                       "gen_throughput": 2.5},
                                      {"num_running_reqs": 2}]}) == (5, 1, 2.5)

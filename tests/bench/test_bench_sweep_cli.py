@@ -44,6 +44,12 @@ def test_sweep_starts_four_systems_and_writes_valid_json(tmp_path, fake_env, mod
     assert by[("eagle3", 4)]["tok_s_vs_envelope"] == pytest.approx(1.0, abs=0.05) or \
         by[("plain", 4)]["tok_s_vs_envelope"] == pytest.approx(1.0, abs=0.05)
     assert by[("adaptive-spec:threshold", 4)]["steps_histogram"]
+    # the level's decisions by reason and steps by mode (FAKE server: one per streamed chunk),
+    # as differences of rank 0's counters like the histogram
+    row = by[("adaptive-spec:threshold", 4)]
+    assert sum(row["decisions"].values()) == sum(row["steps_histogram"].values())
+    assert sum(row["step_modes"].values()) == sum(row["steps_histogram"].values())
+    assert "decisions" not in by[("plain", 4)]
     # what the adaptive server reported after the last level is kept with the system
     assert "steps_histogram" in res["systems"]["adaptive-spec:threshold"]["final_status"][0]
     assert "final_status" not in res["systems"]["plain"]
