@@ -25,7 +25,8 @@
 #      1 / 16 / 64 / 128 / 256.
 #   gp (~9 min) issue 5's envelope in paired repeats where one pass cannot tell (16-128):
 #      plain, eagle3, goodput, 3 repeats, longer levels at 64 / 128 (a 128-request level held
-#      about one request lifetime in session 15); GPU 0 dial 0.7, GPU 1 always-right.
+#      about one request lifetime in session 15); GPU 0 dial 0.7, GPU 1 always-right; the
+#      phase clocks on (wall ms per decode step by scheduler phase, every server).
 #   moe (~9 min) issue 10 on the defaults: the Qwen3-MoE layout (16 layers), plain, eagle3,
 #      SGLang's built-in adaptive mode, goodput at 1 / 4 / 16 / 64 / 128 / 256 (widened in
 #      session 16 to issue 10's table); GPU 0 dial 0.7, GPU 1 random draft.
@@ -115,7 +116,8 @@ th)
   done
   wait; report threshold- logs-th.tar.xz /tmp/sweep-th0.txt /tmp/sweep-th1.txt ;;
 gp)
-  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  # phase clocks in every server (session 16): where a level's time goes outside decode steps
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1
   build_two_pairs /tmp/soak-8b dial:0.7 /tmp/al-8b aligned --preset 8b
   say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
   sweep 0 paired-dial-0.7 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,eagle3,adaptive-spec:goodput \
@@ -124,7 +126,8 @@ gp)
   sweep 1 paired-aligned /tmp/al-8b/target /tmp/al-8b/draft-aligned plain,eagle3,adaptive-spec:goodput \
     --concurrency 16,64,128 --repeat 3 --time-budget-s 6 --time-budget-from 64:8,128:12 \
     --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > /tmp/sweep-gp1.txt
-  wait; report paired- logs-gp.tar.xz /tmp/sweep-gp0.txt /tmp/sweep-gp1.txt ;;
+  wait; report paired- logs-gp.tar.xz /tmp/sweep-gp0.txt /tmp/sweep-gp1.txt
+  phases /tmp/logs-paired-dial-0.7; phases /tmp/logs-paired-aligned ;;
 moe)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
   build_two_pairs /tmp/moe-16 dial:0.7 /tmp/moe-16r random --preset qwen3-moe --layers 16
