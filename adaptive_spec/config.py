@@ -91,14 +91,16 @@ class AdaptiveSpecConfig:
     # Drafting comes back on only below (threshold - hysteresis) and (queue_threshold -
     # queue hysteresis). None: max(1, threshold // 4).
     hysteresis: Optional[int] = None
-    # Drafting off while the measured mean accept length (bonus included, >= 1) is below this
+    # Drafting off while the recent mean accept length (bonus included, >= 1; per request-round,
+    # signals.AcceptanceStats.recent_accept_len) is below this
     # (None: no floor). 1.5 since session 14: on the H200 a 3-step chain at one request costs
     # 1.36x a plain step (always-wrong draft: 6.4 vs 4.7 ms per token, 2026-11-30-s14-threshold-
     # random.json), so a draft below ~1.4 only costs; without a floor the threshold policy
     # made 0.74x / 0.69x of plain at 1 / 16 requests there.
     min_accept_len: Optional[float] = 1.5
     # While off for low acceptance: every `reprobe_interval` decode steps, draft for
-    # `reprobe_steps` steps so a draft that became good again is noticed.
+    # `reprobe_steps` steps (more at small batches: policy/threshold.py, REPROBE_ROUNDS) so a
+    # draft that became good again is noticed.
     reprobe_interval: int = 256
     reprobe_steps: int = 4
     # Accept-length estimate: exponential moving average over on-steps.

@@ -73,12 +73,13 @@ class DecisionLog:
         if now - self._last_emit < self.min_gap:
             self._suppressed += 1
             return
-        ema = acc.ema_accept_len
+        ema, recent = acc.ema_accept_len, acc.recent_accept_len
         line = (
             f"adaptive_spec decision rank={rank} steps={before.steps if before else None}->{after.steps} "
             f"reason={after.reason} running={snap.running} waiting={snap.waiting} "
             f"waiting_tokens={snap.waiting_tokens} kv_usage={snap.kv_usage:.3f} "
-            f"accept_len_ema={'%.3f' % ema if ema is not None else None} suppressed={self._suppressed}"
+            f"accept_len_ema={'%.3f' % ema if ema is not None else None} "
+            f"accept_len_recent={'%.3f' % recent if recent is not None else None} suppressed={self._suppressed}"
         )
         self._suppressed = 0
         self._last_emit = now
@@ -375,6 +376,7 @@ class Controller:
             },
             "acceptance": {
                 "accept_len_ema": acc.ema_accept_len,
+                "accept_len_recent": acc.recent_accept_len,  # what the threshold policy's floor reads
                 "draft_accept_rate": acc.draft_accept_rate,
                 "mean_accept_len": acc.mean_accept_len,
                 "per_position": acc.per_position(),

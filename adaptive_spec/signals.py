@@ -61,6 +61,14 @@ class AcceptanceStats:
     total_drafted: int = 0
     total_accepted_drafts: int = 0
     total_rounds: int = 0  # request-rounds that drafted
+    # Recent accept length per request-round: every round weighs 1, decayed by (1 - 1 /
+    # RECENT_ROUNDS) per later round, so its noise is the same at 1 request as at 64. The
+    # per-result EMA above weighs a lone request's round like a batch of 64: at 1 request on
+    # the dial-0.5 pair (mean 1.87) it dipped under the threshold policy's floor of 1.5 and kept
+    # drafting off for 91% of the level's steps (GPU, session 16: 0.76x of EAGLE-3 there).
+    RECENT_ROUNDS = 64
+    _recent_sum: float = 0.0
+    _recent_weight: float = 0.0
 
     def observe(self, steps: int, correct_drafts_per_req: Sequence[int]) -> Optional[int]:
         """Count one result; the drafts it accepted (None: it drafted nothing)."""
@@ -90,6 +98,9 @@ class AcceptanceStats:
             a = self.ema_alpha
             self.ema_accept_len = (1 - a) * self.ema_accept_len + a * mean_accept_len
         self.samples += 1
+        keep = (1.0 - 1.0 / self.RECENT_ROUNDS) ** n
+        self._recent_sum = keep * self._recent_sum + n + accepted
+        self._recent_weight = keep * self._recent_weight + n
         self.total_rounds += n
         self.total_drafted += steps * n
         self.total_accepted_drafts += accepted
@@ -109,6 +120,12 @@ class AcceptanceStats:
 
     def per_position(self) -> list[Optional[float]]:
         return [h / t if t else None for h, t in zip(self.pos_hits, self.pos_tries)]
+
+    @property
+    def recent_accept_len(self) -> Optional[float]:
+        """Mean accept length (bonus included) over about the last RECENT_ROUNDS
+        request-rounds; None before any drafting result."""
+        return self._recent_sum / self._recent_weight if self._recent_weight else None
 
     @property
     def mean_accept_len(self) -> Optional[float]:

@@ -3,14 +3,21 @@
 Off when the running batch reaches `threshold` or the waiting queue reaches
 `queue_threshold`; back on only when both are below their level minus the hysteresis, so a
 batch size oscillating at the boundary does not flap. Independently, drafting is off while
-the measured accept length is below `min_accept_len`, with a short re-probe every
-`reprobe_interval` steps. Every input is rank-identical (see signals.py).
+the recent accept length (per request-round, `AcceptanceStats.recent_accept_len`) is below
+`min_accept_len`, with a short re-probe every `reprobe_interval` steps: at least
+`reprobe_steps` steps and REPROBE_ROUNDS request-rounds, so a re-probe at one request brings
+enough evidence to come back on. Every input is rank-identical (see signals.py).
 """
 
 from __future__ import annotations
 
 from ..signals import AcceptanceStats, LoadSnapshot
 from .base import Decision
+
+# Request-rounds a re-probe gathers at least (at one request: 8 steps, not `reprobe_steps`),
+# capped at a quarter of `reprobe_interval`. With the always-wrong draft at one request a
+# drafting step costs ~1.36 plain steps (GPU, session 14), so 8 steps in 256 cost ~1%.
+REPROBE_ROUNDS = 8
 
 
 class ThresholdPolicy:
@@ -39,7 +46,13 @@ class ThresholdPolicy:
 
     def _acceptance_too_low(self, acc: AcceptanceStats) -> bool:
         floor = self.cfg.min_accept_len
-        return floor is not None and acc.ema_accept_len is not None and acc.ema_accept_len < floor
+        recent = acc.recent_accept_len
+        return floor is not None and recent is not None and recent < floor
+
+    def _reprobe_len(self, running: int) -> int:
+        cfg = self.cfg
+        by_rounds = -(-REPROBE_ROUNDS // max(1, running))
+        return max(cfg.reprobe_steps, min(by_rounds, cfg.reprobe_interval // 4))
 
     def decide(self, snap: LoadSnapshot, acc: AcceptanceStats) -> Decision:
         step = self._step
@@ -52,7 +65,7 @@ class ThresholdPolicy:
             if step < self._probe_until:
                 return Decision(self.max_steps, "reprobe")
             if step % self.cfg.reprobe_interval == 0:
-                self._probe_until = step + self.cfg.reprobe_steps
+                self._probe_until = step + self._reprobe_len(snap.running)
                 return Decision(self.max_steps, "reprobe")
             return Decision(0, "acceptance")
         self._probe_until = -1

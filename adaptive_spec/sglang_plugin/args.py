@@ -48,12 +48,14 @@ _FLAGS = {
     "min_accept_len": (
         _float_or_off,
         "L",
-        "Drafting off while the measured mean accept length (bonus token included) is below L; "
-        "re-probed for a few steps every --adaptive-spec-reprobe-interval steps (default 1.5; "
+        "Drafting off while the recent mean accept length (bonus token included, over about the "
+        "last 64 request-rounds) is below L; re-probed for a few steps every "
+        "--adaptive-spec-reprobe-interval steps (default 1.5; "
         "'off' drafts whatever the acceptance).",
     ),
     "reprobe_interval": (int, "M", "Decode steps between acceptance re-probes while off for low acceptance (default 256)."),
-    "reprobe_steps": (int, "P", "Drafting steps per re-probe (default 4)."),
+    "reprobe_steps": (int, "P", "Drafting steps per re-probe, at least (default 4; at small batches a re-probe "
+                                "runs until it has 8 request-rounds)."),
     "max_steps": (
         int,
         "K",
