@@ -221,3 +221,32 @@ log_report() {
     | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
   pack_logs "$archive" "$@"
 }
+
+# acceptance by drafting round since re-entry, the full catch-up's counts and the step modes of
+# every server in the sweep JSONs given (rank 0)
+reentry_table() {
+  python3 - "$@" <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    d = json.load(open(path))
+    for row in d["rows"]:  # each level's decisions by reason and steps by mode (session 16 on)
+        if row.get("decisions"):
+            print(row["system"], row["concurrency"], row.get("repeat", ""), "decisions",
+                  json.dumps(row["decisions"]), "modes", json.dumps(row.get("step_modes")))
+    for name, s in d["systems"].items():
+        for rank in (s.get("final_status") or [])[:1]:
+            r = rank.get("reentry") or {}
+            print(name, "modes", json.dumps(rank.get("step_modes")), "full", json.dumps(r.get("full_catchup")))
+            for k, row in (r.get("accept_len_by_round_since_reentry") or {}).items():
+                print(" ", name, f"steps {k} accept length by round:", row["accept_len"], "request-rounds", row["request_rounds"])
+PY
+}
+
+# After a call's sweeps: their tables ($3...: the sweeps' text files), the re-entry table, then
+# log_report on the server logs into $OUT/$2; $1: the sweeps' name prefix.
+report() {
+  local prefix=$1 archive=$2; shift 2
+  cat "$@" | grep -v "^\s*$" | tail -60
+  reentry_table "$OUT"/sweep-"$prefix"*.json
+  log_report "$archive" /tmp/logs-"$prefix"*/*.log
+}
