@@ -92,7 +92,7 @@ class AdaptiveSpecConfig:
     # queue hysteresis). None: max(1, threshold // 4).
     hysteresis: Optional[int] = None
     # Drafting off while the recent mean accept length (bonus included, >= 1; per request-round,
-    # signals.AcceptanceStats.recent_accept_len) is below this
+    # signals.AcceptanceStats.recent_accept_len) is confidently below this (its upper bound is)
     # (None: no floor). 1.5 since session 14: on the H200 a 3-step chain at one request costs
     # 1.36x a plain step (always-wrong draft: 6.4 vs 4.7 ms per token, 2026-11-30-s14-threshold-
     # random.json), so a draft below ~1.4 only costs; without a floor the threshold policy

@@ -376,7 +376,8 @@ class Controller:
             },
             "acceptance": {
                 "accept_len_ema": acc.ema_accept_len,
-                "accept_len_recent": acc.recent_accept_len,  # what the threshold policy's floor reads
+                "accept_len_recent": acc.recent_accept_len,
+                "accept_len_recent_upper": acc.recent_accept_len_upper(),  # what the floor reads
                 "draft_accept_rate": acc.draft_accept_rate,
                 "mean_accept_len": acc.mean_accept_len,
                 "per_position": acc.per_position(),

@@ -9,6 +9,7 @@ decision through a value every rank agrees on.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -66,9 +67,20 @@ class AcceptanceStats:
     # per-result EMA above weighs a lone request's round like a batch of 64: at 1 request on
     # the dial-0.5 pair (mean 1.87) it dipped under the threshold policy's floor of 1.5 and kept
     # drafting off for 91% of the level's steps (GPU, session 16: 0.76x of EAGLE-3 there).
+    # The floor asks for an upper bound, not the mean: a few rounds at a fresh start (or after a
+    # spell off, when only re-probes add rounds) can all be short (simulated, dial 0.5 at one
+    # request: the mean alone turned drafting off in 29 of 40 starts, for 250-990 of the first
+    # 1,000 steps; a bound on the rounds' own spread still in 2 of 40, where 7 of the first 8
+    # rounds read 1). So the spread is blended with a prior one (PRIOR_VAR over PRIOR_ROUNDS
+    # pseudo-rounds): an always-wrong draft's rounds all read 1 and its bound falls under a
+    # floor of 1.5 after 9 rounds.
     RECENT_ROUNDS = 64
-    _recent_sum: float = 0.0
-    _recent_weight: float = 0.0
+    RECENT_MIN_ROUNDS = 8
+    PRIOR_VAR = 1.0  # the spread of a draft near the floor (dial 0.5: ~1.1), in accept length^2
+    PRIOR_ROUNDS = 8.0
+    _recent_sum: float = field(default=0.0, init=False, repr=False)
+    _recent_squares: float = field(default=0.0, init=False, repr=False)
+    _recent_weight: float = field(default=0.0, init=False, repr=False)
 
     def observe(self, steps: int, correct_drafts_per_req: Sequence[int]) -> Optional[int]:
         """Count one result; the drafts it accepted (None: it drafted nothing)."""
@@ -100,6 +112,7 @@ class AcceptanceStats:
         self.samples += 1
         keep = (1.0 - 1.0 / self.RECENT_ROUNDS) ** n
         self._recent_sum = keep * self._recent_sum + n + accepted
+        self._recent_squares = keep * self._recent_squares + sum(k * (1 + c) ** 2 for c, k in enumerate(exact))
         self._recent_weight = keep * self._recent_weight + n
         self.total_rounds += n
         self.total_drafted += steps * n
@@ -126,6 +139,18 @@ class AcceptanceStats:
         """Mean accept length (bonus included) over about the last RECENT_ROUNDS
         request-rounds; None before any drafting result."""
         return self._recent_sum / self._recent_weight if self._recent_weight else None
+
+    def recent_accept_len_upper(self, z: float = 2.0) -> Optional[float]:
+        """An upper confidence bound on `recent_accept_len`: mean + z standard errors, the
+        rounds' spread blended with PRIOR_VAR, the decayed weight taken as the sample count
+        (which understates it: conservative). None before RECENT_MIN_ROUNDS rounds."""
+        w = self._recent_weight
+        if w < self.RECENT_MIN_ROUNDS:
+            return None
+        mean = self._recent_sum / w
+        spread = max(0.0, self._recent_squares / w - mean * mean)
+        var = (w * spread + self.PRIOR_ROUNDS * self.PRIOR_VAR) / (w + self.PRIOR_ROUNDS)
+        return mean + z * math.sqrt(var / w)
 
     @property
     def mean_accept_len(self) -> Optional[float]:

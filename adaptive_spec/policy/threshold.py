@@ -3,8 +3,8 @@
 Off when the running batch reaches `threshold` or the waiting queue reaches
 `queue_threshold`; back on only when both are below their level minus the hysteresis, so a
 batch size oscillating at the boundary does not flap. Independently, drafting is off while
-the recent accept length (per request-round, `AcceptanceStats.recent_accept_len`) is below
-`min_accept_len`, with a short re-probe every `reprobe_interval` steps: at least
+the recent accept length (per request-round, `AcceptanceStats.recent_accept_len`) is
+confidently below `min_accept_len` (its upper bound, `recent_accept_len_upper`, is), with a short re-probe every `reprobe_interval` steps: at least
 `reprobe_steps` steps and REPROBE_ROUNDS request-rounds, so a re-probe at one request brings
 enough evidence to come back on. Every input is rank-identical (see signals.py).
 """
@@ -46,8 +46,10 @@ class ThresholdPolicy:
 
     def _acceptance_too_low(self, acc: AcceptanceStats) -> bool:
         floor = self.cfg.min_accept_len
-        recent = acc.recent_accept_len
-        return floor is not None and recent is not None and recent < floor
+        if floor is None:
+            return False
+        upper = acc.recent_accept_len_upper()  # confidently below, not below by chance
+        return upper is not None and upper < floor
 
     def _reprobe_len(self, running: int) -> int:
         cfg = self.cfg

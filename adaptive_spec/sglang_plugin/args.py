@@ -49,7 +49,8 @@ _FLAGS = {
         _float_or_off,
         "L",
         "Drafting off while the recent mean accept length (bonus token included, over about the "
-        "last 64 request-rounds) is below L; re-probed for a few steps every "
+        "last 64 request-rounds) is confidently below L (its upper 2-sigma bound is); re-probed "
+        "for a few steps every "
         "--adaptive-spec-reprobe-interval steps (default 1.5; "
         "'off' drafts whatever the acceptance).",
     ),

@@ -12,6 +12,8 @@ from adaptive_spec.controller import Controller
 from adaptive_spec.policy.goodput import MAX_BUCKET_EXP, GoodputPolicy, StepTimeTable, bucket_of
 from adaptive_spec.signals import AcceptanceStats, LoadSnapshot
 
+from .draft_sim import correct_drafts
+
 
 def true_step_s(bs, k):
     """A decode step: weights read once (fixed), work per token (bs * (k+1)), draft steps."""
@@ -38,12 +40,7 @@ def simulate(ctl, bs, p, steps, rng, noise=0.02, cost=true_step_s):
         if pending is not None:
             ctl.on_result(*pending[:2])
             ctl.policy.observe_step_time(bs, pending[0], pending[2])
-        correct = []
-        for _ in range(bs):
-            c = 0
-            while c < k and rng.random() < p:
-                c += 1
-            correct.append(c)
+        correct = correct_drafts(rng, bs, p, k)
         pending = (k, correct, cost(bs, k) * (1 + rng.uniform(-noise, noise)))
     return chosen
 
