@@ -99,11 +99,11 @@ class AdaptiveSpecConfig:
     # made 0.74x / 0.69x of plain at 1 / 16 requests there.
     min_accept_len: Optional[float] = 1.5
     # While off for low acceptance: every `reprobe_interval` decode steps, draft for
-    # `reprobe_steps` steps (more at small batches: policy/threshold.py, REPROBE_ROUNDS) so a
-    # draft that became good again is noticed.
+    # `reprobe_steps` steps so a draft that became good again is noticed.
     reprobe_interval: int = 256
     reprobe_steps: int = 4
-    # Accept-length estimate: exponential moving average over on-steps.
+    # Accept-length EMA per drafting result: the logs and the status (since session 16 no policy
+    # decides on it: the threshold floor reads AcceptanceStats.recent_accept_len_upper).
     accept_ema_alpha: float = 0.1
     log_decisions: bool = False
     # Test/benchmark aid: "off", "on", or "flap:N" (alternate every N decode steps).

@@ -68,12 +68,12 @@ class AcceptanceStats:
     # the dial-0.5 pair (mean 1.87) it dipped under the threshold policy's floor of 1.5 and kept
     # drafting off for 91% of the level's steps (GPU, session 16: 0.76x of EAGLE-3 there).
     # The floor asks for an upper bound, not the mean: a few rounds at a fresh start (or after a
-    # spell off, when only re-probes add rounds) can all be short (simulated, dial 0.5 at one
-    # request: the mean alone turned drafting off in 29 of 40 starts, for 250-990 of the first
-    # 1,000 steps; a bound on the rounds' own spread still in 2 of 40, where 7 of the first 8
-    # rounds read 1). So the spread is blended with a prior one (PRIOR_VAR over PRIOR_ROUNDS
-    # pseudo-rounds): an always-wrong draft's rounds all read 1 and its bound falls under a
-    # floor of 1.5 after 9 rounds.
+    # spell off, when only re-probes add rounds) can all be short. Simulated at one request on
+    # dial-0.5 statistics (tests/unit/test_threshold_policy.py), the mean alone turned drafting
+    # off in 29 of 40 starts, for 254-989 of the first 1,000 steps. A bound on the rounds' own
+    # spread alone still trips when 7 of the first 8 rounds read 1 (mean 1.125, bound ~1.36), so
+    # the spread is blended with a prior one (PRIOR_VAR over PRIOR_ROUNDS pseudo-rounds): an
+    # always-wrong draft's rounds all read 1 and its bound falls under a floor of 1.5 after 9.
     RECENT_ROUNDS = 64
     RECENT_MIN_ROUNDS = 8
     PRIOR_VAR = 1.0  # the spread of a draft near the floor (dial 0.5: ~1.1), in accept length^2

@@ -4,20 +4,14 @@ Off when the running batch reaches `threshold` or the waiting queue reaches
 `queue_threshold`; back on only when both are below their level minus the hysteresis, so a
 batch size oscillating at the boundary does not flap. Independently, drafting is off while
 the recent accept length (per request-round, `AcceptanceStats.recent_accept_len`) is
-confidently below `min_accept_len` (its upper bound, `recent_accept_len_upper`, is), with a short re-probe every `reprobe_interval` steps: at least
-`reprobe_steps` steps and REPROBE_ROUNDS request-rounds, so a re-probe at one request brings
-enough evidence to come back on. Every input is rank-identical (see signals.py).
+confidently below `min_accept_len` (its upper bound, `recent_accept_len_upper`, is), with a
+short re-probe every `reprobe_interval` steps. Every input is rank-identical (see signals.py).
 """
 
 from __future__ import annotations
 
 from ..signals import AcceptanceStats, LoadSnapshot
 from .base import Decision
-
-# Request-rounds a re-probe gathers at least (at one request: 8 steps, not `reprobe_steps`),
-# capped at a quarter of `reprobe_interval`. With the always-wrong draft at one request a
-# drafting step costs ~1.36 plain steps (GPU, session 14), so 8 steps in 256 cost ~1%.
-REPROBE_ROUNDS = 8
 
 
 class ThresholdPolicy:
@@ -51,11 +45,6 @@ class ThresholdPolicy:
         upper = acc.recent_accept_len_upper()  # confidently below, not below by chance
         return upper is not None and upper < floor
 
-    def _reprobe_len(self, running: int) -> int:
-        cfg = self.cfg
-        by_rounds = -(-REPROBE_ROUNDS // max(1, running))
-        return max(cfg.reprobe_steps, min(by_rounds, cfg.reprobe_interval // 4))
-
     def decide(self, snap: LoadSnapshot, acc: AcceptanceStats) -> Decision:
         step = self._step
         self._step += 1
@@ -67,7 +56,7 @@ class ThresholdPolicy:
             if step < self._probe_until:
                 return Decision(self.max_steps, "reprobe")
             if step % self.cfg.reprobe_interval == 0:
-                self._probe_until = step + self._reprobe_len(snap.running)
+                self._probe_until = step + self.cfg.reprobe_steps
                 return Decision(self.max_steps, "reprobe")
             return Decision(0, "acceptance")
         self._probe_until = -1

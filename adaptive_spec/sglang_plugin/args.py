@@ -55,8 +55,7 @@ _FLAGS = {
         "'off' drafts whatever the acceptance).",
     ),
     "reprobe_interval": (int, "M", "Decode steps between acceptance re-probes while off for low acceptance (default 256)."),
-    "reprobe_steps": (int, "P", "Drafting steps per re-probe, at least (default 4; at small batches a re-probe "
-                                "runs until it has 8 request-rounds)."),
+    "reprobe_steps": (int, "P", "Drafting steps per re-probe (default 4)."),
     "max_steps": (
         int,
         "K",

@@ -3,7 +3,7 @@
 # here for the next session, not run (each on the defaults of the code it travels with; the
 # sweeps' rows carry each level's decisions by reason and steps by mode):
 #   fl (~8 min) the threshold policy's acceptance floor as fixed in session 16 (recent accept
-#      length per request-round, re-probes of 8 request-rounds): plain, eagle3, threshold at
+#      length per request-round, off only when its upper bound is under the floor): plain, eagle3, threshold at
 #      1 / 4 / 16 requests, 3 paired repeats; GPU 0 dial 0.5 (session 16: off for 91% of the
 #      1-request level, 0.76x of eagle3), GPU 1 always-wrong (the floor must still hold there).
 #   g2 (~9 min) issue 5 where session 16's 6 pairs left a gap (0.956x +-0.070 at 128) and where
