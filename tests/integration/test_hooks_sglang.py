@@ -127,12 +127,13 @@ def test_scheduler_and_result_hooks_feed_the_controller(monkeypatch):
     after_get_next_batch_to_run(None, make_scheduler(running=2, waiting_lens=[]))
     EAGLEWorkerV2.activate_step_by_batch(worker, 2)
     assert worker.speculative_num_steps == 3
-    # A result that ran with 3 steps arrives (one iteration late): all drafts rejected.
-    batch = ScheduleBatch(reqs=[make_req("a", 4), make_req("b", 4)])
-    result = GenerationBatchResult(speculative_num_draft_tokens=4, num_correct_drafts_per_req_cpu=[0, 0])
+    # A result that ran with 3 steps arrives (one iteration late): all drafts of its 16 requests
+    # rejected, enough request-rounds for the floor to be sure (signals.recent_accept_len_upper).
+    batch = ScheduleBatch(reqs=[make_req(f"r{i}", 4) for i in range(16)])
+    result = GenerationBatchResult(speculative_num_draft_tokens=4, num_correct_drafts_per_req_cpu=[0] * 16)
     after_resolve_spec_v2_tokens([], None, result, batch)
     # A result from an off step carries no acceptance information and is ignored.
-    after_resolve_spec_v2_tokens([], None, GenerationBatchResult(speculative_num_draft_tokens=1, num_correct_drafts_per_req_cpu=[0, 0]), batch)
+    after_resolve_spec_v2_tokens([], None, GenerationBatchResult(speculative_num_draft_tokens=1, num_correct_drafts_per_req_cpu=[0] * 16), batch)
     assert ctl.acceptance.ema_accept_len == 1.0 and ctl.acceptance.samples == 1
     EAGLEWorkerV2.on_verify_complete_cpu(worker, [0, 0], batch_size=2)  # SGLang's own call: no switch
     EAGLEWorkerV2.activate_step_by_batch(worker, 2)
