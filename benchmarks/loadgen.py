@@ -626,10 +626,9 @@ def rank0_counters(obj) -> Tuple[Optional[dict], Optional[dict]]:
     """Rank 0's cumulative decision counts by "<steps>:<reason>" (how often the policy probed)
     and its decode steps by the mode the worker ran them in (off / on / catchup / reentry /
     prefill-plain), from our status JSON; (None, None) where absent."""
-    ranks = obj.get("ranks") if isinstance(obj, dict) else None
-    first = ranks[0] if isinstance(ranks, list) and ranks and isinstance(ranks[0], dict) else {}
-    pick = [first.get(k) for k in ("decisions", "step_modes")]
-    return tuple(v if isinstance(v, dict) else None for v in pick)
+    keys = ("decisions", "step_modes")
+    first = (status_ranks(obj, keys) or [{}])[0]
+    return tuple(first.get(k) if isinstance(first.get(k), dict) else None for k in keys)
 
 
 def loads_sum(obj, key: str) -> Optional[int]:

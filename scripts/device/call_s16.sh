@@ -20,33 +20,24 @@ fl)
   export DEADLINE_S=${DEADLINE_S:-540} ADAPTIVE_SPEC_WARM_SAMPLING=0
   build_two_pairs /tmp/d5-8b dial:0.5 /tmp/rw-8b random --preset 8b
   say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
-  sweep 0 floor-dial-0.5 /tmp/d5-8b/target /tmp/d5-8b/draft-dial-0.5 plain,eagle3,adaptive-spec:threshold \
-    --concurrency 1,4,16 --repeat 3 --time-budget-s 6 > /tmp/sweep-fl0.txt &
-  sweep 1 floor-random /tmp/rw-8b/target /tmp/rw-8b/draft-random plain,eagle3,adaptive-spec:threshold \
-    --concurrency 1,4,16 --repeat 3 --time-budget-s 6 > /tmp/sweep-fl1.txt
-  wait; report floor- logs-fl.tar.xz /tmp/sweep-fl0.txt /tmp/sweep-fl1.txt ;;
+  sweep_two floor- logs-fl.tar.xz dial-0.5 /tmp/d5-8b/draft-dial-0.5 random /tmp/rw-8b/draft-random \
+    plain,eagle3,adaptive-spec:threshold --concurrency 1,4,16 --repeat 3 --time-budget-s 6 ;;
 g2)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1
   build_two_pairs /tmp/soak-8b dial:0.7 /tmp/al-8b aligned --preset 8b
   say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
-  sweep 0 busy-dial-0.7 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,eagle3,adaptive-spec:goodput \
-    --concurrency 128,256 --repeat 3 --time-budget-s 12 --time-budget-from 256:12 \
-    --system-args "$GOODPUT" > /tmp/sweep-g20.txt &
-  sweep 1 busy-aligned /tmp/al-8b/target /tmp/al-8b/draft-aligned plain,eagle3,adaptive-spec:goodput \
-    --concurrency 128,256 --repeat 3 --time-budget-s 12 --time-budget-from 256:12 \
-    --system-args "$GOODPUT" > /tmp/sweep-g21.txt
-  wait; report busy- logs-g2.tar.xz /tmp/sweep-g20.txt /tmp/sweep-g21.txt
+  sweep_two busy- logs-g2.tar.xz dial-0.7 /tmp/soak-8b/draft-dial-0.7 aligned /tmp/al-8b/draft-aligned \
+    plain,eagle3,adaptive-spec:goodput --concurrency 128,256 --repeat 3 --time-budget-s 12 \
+    --time-budget-from 256:12 --system-args "$GOODPUT"
   phases /tmp/logs-busy-dial-0.7; phases /tmp/logs-busy-aligned ;;
 mp)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
   build_two_pairs /tmp/moe-16 dial:0.7 /tmp/moe-16r random --preset qwen3-moe --layers 16
   say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
   RUN_FLAGS+=(--start-timeout-s 360)
-  sweep 0 moe-paired-dial-0.7 /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 plain,eagle3,adaptive-spec:goodput \
-    --concurrency 1,4,16,64 --repeat 3 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/sweep-mp0.txt &
-  sweep 1 moe-paired-random /tmp/moe-16r/target /tmp/moe-16r/draft-random plain,eagle3,adaptive-spec:goodput \
-    --concurrency 1,4,16,64 --repeat 3 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/sweep-mp1.txt
-  wait; report moe-paired- logs-mp.tar.xz /tmp/sweep-mp0.txt /tmp/sweep-mp1.txt ;;
+  sweep_two moe-paired- logs-mp.tar.xz dial-0.7 /tmp/moe-16/draft-dial-0.7 random /tmp/moe-16r/draft-random \
+    plain,eagle3,adaptive-spec:goodput --concurrency 1,4,16,64 --repeat 3 --time-budget-s 6 \
+    --system-args "$GOODPUT" ;;
 *) echo "usage: call_s16.sh fl|g2|mp"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"

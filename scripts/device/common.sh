@@ -250,3 +250,13 @@ report() {
   reentry_table "$OUT"/sweep-"$prefix"*.json
   log_report "$archive" /tmp/logs-"$prefix"*/*.log
 }
+
+# The same sweep on both GPUs at once, then their report: $1 the names' common prefix, $2 the log
+# archive, $3 / $4 GPU 0's name suffix and draft dir, $5 / $6 GPU 1's, $7 the systems, rest: sweep
+# flags. Each target is its draft dir's sibling `target`.
+sweep_two() {
+  local prefix=$1 archive=$2 n0=$1$3 d0=$4 n1=$1$5 d1=$6 systems=$7; shift 7
+  sweep 0 "$n0" "${d0%/*}/target" "$d0" "$systems" "$@" > "/tmp/tail-$n0.txt" &
+  sweep 1 "$n1" "${d1%/*}/target" "$d1" "$systems" "$@" > "/tmp/tail-$n1.txt"
+  wait; report "$prefix" "$archive" "/tmp/tail-$n0.txt" "/tmp/tail-$n1.txt"
+}
