@@ -34,6 +34,7 @@ from . import loadgen as lg
 from . import stats as st
 from .loadgen import BenchError, RunError
 from .code_digest import run_digest
+from .cpu_usage import CpuMeter, LoopLag, server_pid
 from .servers import (SGLANG_LAUNCHER, OURS_LAUNCHER, ServerDied, ServerGroup, ServerProcess,
                       build_command, builtin_adaptive_steps, child_env, cuda_graph_bs,
                       default_python, free_port, llama_only_disabled_archs,
@@ -734,6 +735,9 @@ class Sweep:
                 self.notes.append(f"{name}: server not idle 30 s before level {kind} {val}")
             poller = lg.Poller(cl, c.sample_interval_s)
             poller.start()
+            meter, lag = CpuMeter(server_pid(sp)), LoopLag()
+            meter.start()
+            lag.start()
             t_wall = time.time()
             if kind == "closed":
                 n = int(val)
@@ -761,6 +765,8 @@ class Sweep:
                                           max_requests=c.requests_per_level or 100000,
                                           time_budget_s=sched.duration, drain_s=c.drain_s,
                                           new_tokens_fn=self.new_tokens_fn(key))
+            cpu = meter.stop()
+            lags = await lag.stop()
             samples = await poller.stop()
         recs = res.records
         base = {"system": name}
@@ -779,6 +785,9 @@ class Sweep:
             # 12.9-16.9 ms between repeats of one run (session 9) while the other GPU's sweep
             # shared the host's cores; this tells later runs whether the host was busy
             row["host_load_1m"] = round(os.getloadavg()[0], 2)
+            # which CPU processes were busy (a saturated client or front-end caps a level)
+            row["cpu_util"] = cpu
+            row.update(lags)
             if c.repeat > 1:  # the k-th measurement of this system at this level (pairs with plain's k-th)
                 row["repeat"] = sum(1 for r in self.rows if r["system"] == name
                                     and st.level_key(r)[:3] == st.level_key(row)[:3])

@@ -44,6 +44,10 @@ def test_sweep_starts_four_systems_and_writes_valid_json(tmp_path, fake_env, mod
     assert by[("eagle3", 4)]["tok_s_vs_envelope"] == pytest.approx(1.0, abs=0.05) or \
         by[("plain", 4)]["tok_s_vs_envelope"] == pytest.approx(1.0, abs=0.05)
     assert by[("adaptive-spec:threshold", 4)]["steps_histogram"]
+    # the CPU each process used over the level: the client and the server the sweep launched
+    for r in res["rows"]:
+        assert {"client", "frontend"} <= set(r["cpu_util"]) and r["cpu_util"]["client"] > 0
+        assert r["client_loop_lag_ms_p99"] >= r["client_loop_lag_ms_p50"] >= 0
     # the level's decisions by reason and steps by mode (FAKE server: one per streamed chunk),
     # as differences of rank 0's counters like the histogram
     row = by[("adaptive-spec:threshold", 4)]
@@ -107,6 +111,8 @@ def test_sweep_attach_open_loop_and_step_pattern(tmp_path, model_dirs):
         assert sorted({r["request_rate"] for r in res["rows"]}) == [50.0, 200.0]
         assert all(r["concurrency"] == 8 for r in res["rows"])
         assert res["systems"]["plain"]["launch"] == "attached"
+        # an attached server's processes are not ours to read: the client's CPU only
+        assert all(set(r["cpu_util"]) == {"client"} for r in res["rows"])
         # vocab came from the attached server's model path (config.json)
         assert "vocab 1000" in res["model"]
         # the fake's "lossy" mode changes tokens: the check must say so

@@ -1,0 +1,69 @@
+"""The sweep's CPU meter against real processes: a server-like process tree whose child is
+titled as SGLang titles its scheduler and spins, and an event loop blocked by the client."""
+import asyncio
+import subprocess
+import sys
+import time
+
+import pytest
+
+from benchmarks.cpu_usage import CpuMeter, LoopLag
+
+# main process: idle; its child: titled like SGLang's scheduler, spinning for a bounded time
+TREE = r"""
+import multiprocessing as mp, time
+def spin(seconds):
+    import setproctitle
+    setproctitle.setproctitle("sglang::scheduler_TP0")
+    end = time.time() + seconds
+    while time.time() < end:
+        pass
+if __name__ == "__main__":
+    p = mp.get_context("fork").Process(target=spin, args=(20.0,))
+    p.start()
+    print("ready", flush=True)
+    p.join(30)
+"""
+
+
+def test_meter_names_the_busy_process_of_a_server_tree():
+    pytest.importorskip("setproctitle")
+    proc = subprocess.Popen([sys.executable, "-c", TREE], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(1.0)  # the child has set its title
+        meter = CpuMeter(proc.pid)
+        meter.start()
+        time.sleep(1.5)
+        used = meter.stop()
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert used["scheduler"] > 0.5  # one spinning core (two on the CI machine)
+    assert used["frontend"] < 0.3   # the idle main process
+    assert 0 <= used["client"] < 0.5  # this test mostly slept
+
+
+def test_meter_without_a_server_reports_the_client_only():
+    meter = CpuMeter(None)
+    meter.start()
+    end = time.perf_counter() + 0.3
+    while time.perf_counter() < end:
+        pass
+    used = meter.stop()
+    assert set(used) == {"client"} and used["client"] > 0.5
+
+
+def test_loop_lag_sees_a_blocked_event_loop():
+    async def level(block_s):
+        lag = LoopLag(interval_s=0.01)
+        lag.start()
+        for _ in range(10):  # bounded: 10 x (20 ms asleep + the block)
+            await asyncio.sleep(0.02)
+            time.sleep(block_s)  # a callback that holds the loop, as a busy parser would
+        return await lag.stop()
+
+    idle = asyncio.run(level(0.0))
+    blocked = asyncio.run(level(0.05))
+    assert blocked["client_loop_lag_ms_p99"] >= 30
+    assert idle["client_loop_lag_ms_p50"] < blocked["client_loop_lag_ms_p99"]
