@@ -260,3 +260,18 @@ sweep_two() {
   sweep 1 "$n1" "${d1%/*}/target" "$d1" "$systems" "$@" > "/tmp/tail-$n1.txt"
   wait; report "$prefix" "$archive" "/tmp/tail-$n0.txt" "/tmp/tail-$n1.txt"
 }
+
+# Per level of the sweep JSONs given: throughput, mean running requests, median TTFT, the CPU
+# each process used (client, the server's front-end, scheduler, detokenizer; session 17 on) and
+# the client's event-loop lag: a CPU-bound client or front-end caps a level before the GPU does
+cpu_table() {
+  python3 - "$@" <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    for r in json.load(open(path))["rows"]:
+        cpu = " ".join(f"{k}={v:.2f}" for k, v in sorted((r.get("cpu_util") or {}).items()))
+        print(f'{r["system"]:<28} {r["concurrency"]:>4} r{r.get("repeat", 0)} {r["output_tok_s"]:>8.0f} tok/s '
+              f'running {r.get("mean_running")} ttft {r.get("ttft_ms_p50")} ms cpu {cpu} '
+              f'lag p99 {r.get("client_loop_lag_ms_p99")} ms')
+PY
+}

@@ -67,10 +67,11 @@ def test_acceptance_floor_and_bounded_reprobe():
     policy = ThresholdPolicy(cfg)
     acc = AcceptanceStats(ema_alpha=1.0)
     acc.observe(3, [0] * 16)  # accept length 1.0 in 16 rounds: every draft wrong, confidently
-    decisions = [policy.decide(snap(1), acc) for _ in range(30)]
+    decisions = [policy.decide(snap(1), acc) for _ in range(200)]
     on = [i for i, d in enumerate(decisions) if d.steps > 0]
-    # Re-probes at steps 0,1 / 10,11 / 20,21 only; everything else off for acceptance.
-    assert on == [0, 1, 10, 11, 20, 21]
+    # Off from step 0; a re-probe one interval later, then the gap doubles after each re-probe
+    # that leaves it off (10, 20, 40, then 8 intervals at most); everything else off.
+    assert on == [10, 11, 20, 21, 40, 41, 80, 81, 160, 161]
     assert {d.reason for d in decisions if d.steps == 0} == {"acceptance"}
     assert {d.reason for d in decisions if d.steps > 0} == {"reprobe"}
     # The draft became good: a re-probe measures it and drafting stays on.
@@ -90,7 +91,7 @@ def test_by_default_an_always_wrong_draft_turns_drafting_off():
     acc = AcceptanceStats()
     acc.observe(3, [0] * 16)
     decisions = [policy.decide(snap(1), acc) for _ in range(300)]
-    assert sum(d.steps == 0 for d in decisions) == 300 - 2 * 4  # off but for two re-probes
+    assert sum(d.steps == 0 for d in decisions) == 300 - 4  # off but for one re-probe (at 256)
     assert {d.reason for d in decisions} == {"acceptance", "reprobe"}
     no_floor = ThresholdPolicy(AdaptiveSpecConfig(min_accept_len=None))
     assert no_floor.decide(snap(1), acc).steps == 3
@@ -197,5 +198,26 @@ def test_a_draft_that_became_good_is_back_at_its_first_reprobe_at_one_request():
     assert acc.recent_accept_len == pytest.approx(1.0)
     later = drive(policy, acc, rng, 1.0, 1, 4 * 256)  # now always right
     first_idle = next(i for i, d in enumerate(later) if d.reason == "idle")
-    assert first_idle <= 256
+    # off since step ~9, re-probed at ~265 and ~521 (the gap doubled): the next is at ~1033
+    assert first_idle <= 1033 - 600 + 4  # at that next re-probe
     assert all(d.steps == 3 for d in later[first_idle:])
+
+
+def test_reprobes_back_off_while_the_draft_stays_wrong_and_start_afresh_after_a_good_spell():
+    # GPU, session 17: with the always-wrong draft a re-probe every 256 steps (4 drafting steps
+    # and a catch-up at re-entry each) left the server at 0.94-0.97x of plain at 1-16 requests
+    policy = ThresholdPolicy(AdaptiveSpecConfig(queue_threshold=None))
+    acc = AcceptanceStats()
+    rng = random.Random(5)
+    wrong = drive(policy, acc, rng, 0.0, 4, 20000)
+    starts = [i for i, d in enumerate(wrong) if d.reason == "reprobe"
+              and (i == 0 or wrong[i - 1].reason != "reprobe")]
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert gaps[:4] == [256, 512, 1024, 2048] and set(gaps[4:]) == {2048}
+    assert sum(d.steps > 0 for d in wrong[100:]) <= 4 * (len(starts))  # ~12 windows, not ~78
+    right = drive(policy, acc, rng, 1.0, 4, 3000)  # the draft became good: back on
+    assert right[-1].reason == "idle"
+    again = drive(policy, acc, rng, 0.0, 4, 1000)  # and bad again: the first gap is 256 again
+    reprobes = [i for i, d in enumerate(again) if d.reason == "reprobe"]
+    first_off = next(i for i, d in enumerate(again) if d.reason == "acceptance")
+    assert reprobes and reprobes[0] - first_off == 256

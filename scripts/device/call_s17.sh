@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# GPU machine nvidia-h200-x2, session 17 (2026-11-30). After call_s16.sh fl (the threshold
+# floor on the GPU: 0.997x / 1.004x / 0.997x of max(plain, eagle3) at 1 / 4 / 16 with the 0.5
+# draft; with the always-wrong draft 0.971x / 0.971x / 0.942x of plain):
+#   tg (~9 min) GPU 0: the always-wrong draft at 1 / 4 / 16 requests, plain, forced off and
+#      threshold (re-probes now back off: 256, 512, ... 2,048 steps apart), 3 paired repeats:
+#      what is left of the gap is the off step's own cost (forced off) or the re-probes'.
+#      GPU 1: issue 5 at 128 / 256 (dial 0.7): plain, eagle3, goodput, 3 repeats, 12-s
+#      windows (call_s16.sh g2), with the rows' CPU use per process (is a client or a server
+#      front-end saturated at 256?). Phase clocks on for both.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s17.sh tg
+source scripts/device/common.sh
+
+GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
+case "${1:-}" in
+tg)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1
+  build_two_pairs /tmp/rw-8b random /tmp/soak-8b dial:0.7 --preset 8b
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  sweep 0 low-random /tmp/rw-8b/target /tmp/rw-8b/draft-random \
+    plain,adaptive-spec:forced-off,adaptive-spec:threshold --concurrency 1,4,16 --repeat 3 \
+    --time-budget-s 6 > /tmp/tail-low-random.txt &
+  sweep 1 busy-dial-0.7 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput --concurrency 128,256 --repeat 3 --time-budget-s 12 \
+    --time-budget-from 256:12 --system-args "$GOODPUT" > /tmp/tail-busy-dial-0.7.txt
+  wait
+  cat /tmp/tail-low-random.txt /tmp/tail-busy-dial-0.7.txt | grep -v "^\s*$" | tail -70
+  reentry_table "$OUT"/sweep-low-random.json "$OUT"/sweep-busy-dial-0.7.json
+  cpu_table "$OUT"/sweep-low-random.json "$OUT"/sweep-busy-dial-0.7.json
+  phases /tmp/logs-low-random; phases /tmp/logs-busy-dial-0.7
+  log_report logs-tg.tar.xz /tmp/logs-low-random/*.log /tmp/logs-busy-dial-0.7/*.log ;;
+*) echo "usage: call_s17.sh tg"; exit 2 ;;
+esac
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$1"
+say "done $1"
