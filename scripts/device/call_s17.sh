@@ -8,7 +8,13 @@
 #      GPU 1: issue 5 at 128 / 256 (dial 0.7): plain, eagle3, goodput, 3 repeats, 12-s
 #      windows (call_s16.sh g2), with the rows' CPU use per process (is a client or a server
 #      front-end saturated at 256?). Phase clocks on for both.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s17.sh tg
+#   fe (~9 min) whether SGLang's HTTP front-end caps the busy levels (tg: a plain server's
+#      front-end process used 0.76-0.82 of a core at 256 requests on the dense pair, one stream
+#      event per token; a drafting server sends ~2.5 tokens per event, so a saturated front-end
+#      favours drafting): the MoE layout (its plain server steps ~2.5x faster than the dense
+#      one's) at 64 / 128 / 256 requests, plain, eagle3, goodput, 2 repeats, 10-s windows;
+#      GPU 0 streamed as every sweep so far, GPU 1 the same with non-streamed requests.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s17.sh tg|fe
 source scripts/device/common.sh
 
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
@@ -29,7 +35,19 @@ tg)
   cpu_table "$OUT"/sweep-low-random.json "$OUT"/sweep-busy-dial-0.7.json
   phases /tmp/logs-low-random; phases /tmp/logs-busy-dial-0.7
   log_report logs-tg.tar.xz /tmp/logs-low-random/*.log /tmp/logs-busy-dial-0.7/*.log ;;
-*) echo "usage: call_s17.sh tg"; exit 2 ;;
+fe)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/moe-16 dial:0.7 --preset qwen3-moe --layers 16 ) \
+    || { tail -30 "$OUT/build.log"; exit 3; }
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  RUN_FLAGS+=(--start-timeout-s 360)
+  FE=(plain,eagle3,adaptive-spec:goodput --concurrency 64,128,256 --repeat 2 --time-budget-s 10
+      --time-budget-from 128:10,256:10 --system-args "$GOODPUT")
+  sweep 0 fe-stream /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 "${FE[@]}" > /tmp/tail-fe-stream.txt &
+  sweep 1 fe-nostream /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 "${FE[@]}" --no-stream \
+    > /tmp/tail-fe-nostream.txt
+  wait; report fe- logs-fe.tar.xz /tmp/tail-fe-stream.txt /tmp/tail-fe-nostream.txt ;;
+*) echo "usage: call_s17.sh tg|fe"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"

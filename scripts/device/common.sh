@@ -248,6 +248,7 @@ report() {
   local prefix=$1 archive=$2; shift 2
   cat "$@" | grep -v "^\s*$" | tail -60
   reentry_table "$OUT"/sweep-"$prefix"*.json
+  cpu_table "$OUT"/sweep-"$prefix"*.json
   log_report "$archive" /tmp/logs-"$prefix"*/*.log
 }
 
