@@ -136,6 +136,7 @@ FLUSH_EVERY = 64
 # Step modes that end an off period (hooks_offpath): SGLang's catch-up step, or the drafting step
 # right after a full catch-up. Neither is a sample of its step count's cost.
 REENTRY_MODES = ("catchup", "reentry")
+MAX_PREFILL_S = 0.5  # a longer wait since the last result holds idle time, not only a prefill
 
 
 class Controller:
@@ -193,7 +194,7 @@ class Controller:
         if not self._prefill_results_reported:
             self._unsampled = 2
 
-    def on_prefill_result(self) -> None:
+    def on_prefill_result(self, admitted: int = 0) -> None:
         """A prefill's result was processed: the next decode result's wall time is measured
         from here, so it is that decode step's own cost. Dropping the decode results around
         each prefill instead starved the busy batches of samples (GPU, session 5: at 128-256
@@ -202,7 +203,17 @@ class Controller:
         steps, 0.64x of EAGLE-3 at 128 requests on dial 0.9)."""
         self._prefill_results_reported = True
         self._unsampled = 0
+        # the wall time since the last result is this prefill's, taken from the decode batch
+        # beside it: the goodput policy counts it (policy/prefill_load.py); not across idle gaps
+        since = self.timer.elapsed()
         self.timer.restart()
+        observe = getattr(self.policy, "observe_prefill", None)
+        if (observe is not None and since is not None and self.snapshot.running > 0
+                and 0.0 < since < MAX_PREFILL_S):
+            try:
+                observe(self.snapshot.running, since, admitted)
+            except Exception as exc:  # bookkeeping: never a reason to stop serving
+                self.fail(f"prefill hook: {exc!r}")
 
     def on_result(self, steps: int, correct_drafts_per_req: Sequence[int], mode: Optional[str] = None) -> None:
         """A decode result reached the CPU; `steps` is what that batch ran with, `mode` how
@@ -226,6 +237,10 @@ class Controller:
             observe = getattr(self.policy, "observe_step_time", None)
             if dt is not None and observe is not None:
                 observe(len(correct_drafts_per_req), steps, dt)
+            on_decode = getattr(self.policy, "observe_decode", None)
+            n = len(correct_drafts_per_req)
+            if on_decode is not None and n:
+                on_decode(n, 1.0 + sum(correct_drafts_per_req) / n)
         except Exception as exc:  # never let bookkeeping take the server down
             self.fail(f"result hook: {exc!r}")
             return

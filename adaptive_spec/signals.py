@@ -181,6 +181,11 @@ class StepTimer:
             self.recent.append((steps, dt))
         return dt
 
+    def elapsed(self, now: Optional[float] = None) -> Optional[float]:
+        """Seconds since the last result (None before the first)."""
+        now = time.monotonic() if now is None else now
+        return None if self.last_at is None else now - self.last_at
+
     def restart(self, now: Optional[float] = None) -> None:
         """The next interval starts now: another batch's result (a prefill's) was just
         processed, so the next decode result's wall time is that decode step's alone."""

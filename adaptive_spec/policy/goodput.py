@@ -28,10 +28,11 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
   batches, where a prefill comes every 1-3 steps, of samples). Probes of a new
   batch size run exactly while its requests are prefilled, so left in, those few samples made
   k=1 look 10x slower than it is (sweeps of session 3: off at 32-64 requests where drafting
-  wins 1.5x). Left out, nothing is tilted: a prefill costs every k the same per output token
-  (one per request), so argmax E_k / t is the same with or without it. (Session 2 had read
-  the drafting-where-plain-wins of a median table as a missing prefill cost; that table's
-  sparse cells were the cause.)
+  wins 1.5x). So the table holds decode steps only, and the prefill time is added per bucket
+  by a model of its own (`PrefillLoad`): a prefill batch costs about the same however many
+  new requests it holds, and a drafting server, finishing requests in fewer and longer steps,
+  puts more of them into each (GPU, session 17, MoE layout at 128 requests: plain TPOT 15.4 ms
+  against a 5.9-ms plain decode step; left out, the policy ran plain where EAGLE-3 made 1.36x).
 - A probe is expensive exactly where drafting loses (at 256 requests one k=3 step cost 16x a
   k=0 step). So only a k that could still win is probed: no estimate yet, or an estimated
   goodput within `probe_optimism` of the best; smallest k first, because a measured k is a
@@ -77,6 +78,7 @@ from typing import Callable, Iterable, Optional
 
 from ..signals import AcceptanceStats, LoadSnapshot
 from .base import Decision
+from .prefill_load import PrefillLoad
 
 MAX_BUCKET_EXP = 12  # batch buckets 1, 2, 4, ... 4096
 
@@ -287,6 +289,8 @@ class GoodputPolicy:
         self.cfg = cfg
         self.max_steps = cfg.max_steps
         self.table = StepTimeTable(cfg.max_steps)
+        # prefill seconds per decode step, and how they change with k (prefill_load.py)
+        self.prefill = PrefillLoad(MAX_BUCKET_EXP + 1)
         self.reducer = reducer or (lambda v: v)
         self.sync_interval = 32
         self.min_samples = 6
@@ -323,6 +327,16 @@ class GoodputPolicy:
     def observe_step_time(self, batch_size: int, k: int, seconds: float) -> None:
         if 0 <= k <= self.max_steps and seconds > 0:
             self.table.record(batch_size, k, seconds)
+
+    def observe_prefill(self, batch_size: int, seconds: float, admitted: int) -> None:
+        """A prefill batch of `admitted` requests took `seconds` beside a decode batch of
+        `batch_size`."""
+        if seconds > 0:
+            self.prefill.on_prefill(bucket_of(batch_size), seconds, max(0, admitted))
+
+    def observe_decode(self, batch_size: int, tokens_per_request: float) -> None:
+        """A decode result: each request gained `tokens_per_request` tokens (mean)."""
+        self.prefill.on_decode(bucket_of(batch_size), tokens_per_request)
 
     # ---- model ----------------------------------------------------------------------
     def expected_tokens(self, acc: AcceptanceStats) -> list[float]:
@@ -376,7 +390,7 @@ class GoodputPolicy:
             floor = max(floor, self.table.smaller_batch_floor(bucket, k, self.min_samples)
                         / self.MONOTONE_SLACK)
         t = max(floor, mean / self.optimism(n) if mean is not None else 0.0)
-        return math.inf if t <= 0 else expected[k] / t
+        return math.inf if t <= 0 else expected[k] / (t + self.prefill.per_step(bucket, expected[k]))
 
     # ---- decision -------------------------------------------------------------------
     def decide(self, snap: LoadSnapshot, acc: AcceptanceStats) -> Decision:
@@ -384,6 +398,7 @@ class GoodputPolicy:
         d = self._decisions
         if d % self.sync_interval == 0 or d == self._sync_after_probe:
             self.table.sync(self.reducer)
+            self.prefill.sync(self.reducer)
         bucket = bucket_of(snap.running)
         reused, r_bucket, r_syncs, r_until = self._reuse
         if (d <= r_until and bucket == r_bucket and self.table.syncs == r_syncs
@@ -397,6 +412,8 @@ class GoodputPolicy:
     def _decide(self, bucket: int, acc: AcceptanceStats) -> Decision:
         expected = self.expected_tokens(acc)
         times, candidates = self._bucket_view(bucket)
+        # each k's decode step plus the prefill time it brings per step (prefill_load.py)
+        times = [t + self.prefill.per_step(bucket, e) for e, t in zip(expected, times)]
         goodput = [e / t for e, t in zip(expected, times)]
         self._last_goodput = goodput
         probe = self._probe(bucket, expected, goodput[_argmax(candidates, goodput)])
@@ -494,4 +511,5 @@ class GoodputPolicy:
         # 10's table had the means only: whether 33-64 requests' k = 1, 2 bounded 128's probes
         # could not be read from it)
         return {"step_ms": self.table.snapshot(), "step_samples": self.table.snapshot(samples=True),
+                "prefill_ms_admitted_tokens_per_step": self.prefill.snapshot(),
                 "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in enumerate(self._last_goodput)}}

@@ -55,12 +55,14 @@ def after_get_next_batch_to_run(result, sched, *args, **kwargs):
 
 
 def after_process_batch_result_prefill(ret, processor, *args, **kwargs):
-    """AFTER hook on SchedulerBatchResultProcessor.process_batch_result_prefill: the next
-    decode result's step time starts here (see Controller.on_prefill_result)."""
+    """AFTER hook on SchedulerBatchResultProcessor.process_batch_result_prefill(batch, result):
+    the next decode result's step time starts here, and the time since the last result was
+    this prefill's, with len(batch.reqs) new requests (see Controller.on_prefill_result)."""
     ctl = get_controller()
     if ctl is not None:
         try:
-            ctl.on_prefill_result()
+            batch = args[0] if args else kwargs.get("batch")
+            ctl.on_prefill_result(len(getattr(batch, "reqs", None) or ()))
         except Exception as exc:
             ctl.fail(f"prefill result hook: {exc!r}")
     return None

@@ -14,7 +14,12 @@
 #      favours drafting): the MoE layout (its plain server steps ~2.5x faster than the dense
 #      one's) at 64 / 128 / 256 requests, plain, eagle3, goodput, 2 repeats, 10-s windows;
 #      GPU 0 streamed as every sweep so far, GPU 1 the same with non-streamed requests.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s17.sh tg|fe
+#   pf (~6 min; the session's last 460 device seconds) the goodput policy with its prefill term
+#      (policy/prefill_load.py; fe found the MoE layout's plain steps at 128 requests spent
+#      more time in prefill batches than in decoding): plain, eagle3, goodput at 128 / 256,
+#      2 repeats, 10-s windows; GPU 0 the MoE layout (dial 0.7), GPU 1 the dense pair (dial 0.7,
+#      where plain wins at 128-256: the term must not turn drafting on there).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s17.sh tg|fe|pf
 source scripts/device/common.sh
 
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
@@ -47,7 +52,19 @@ fe)
   sweep 1 fe-nostream /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 "${FE[@]}" --no-stream \
     > /tmp/tail-fe-nostream.txt
   wait; report fe- logs-fe.tar.xz /tmp/tail-fe-stream.txt /tmp/tail-fe-nostream.txt ;;
-*) echo "usage: call_s17.sh tg|fe"; exit 2 ;;
+pf)
+  export DEADLINE_S=${DEADLINE_S:-380} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/moe-16 dial:0.7 --preset qwen3-moe --layers 16 ) & P0=$!
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/soak-8b dial:0.7 --preset 8b ) & P1=$!
+  { wait $P0 && wait $P1; } || { tail -30 "$OUT/build.log"; exit 3; }
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  RUN_FLAGS+=(--start-timeout-s 300)
+  PF=(plain,eagle3,adaptive-spec:goodput --concurrency 128,256 --repeat 2 --time-budget-s 10
+      --time-budget-from 128:10,256:10 --system-args "$GOODPUT")
+  sweep 0 pf-moe /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 "${PF[@]}" > /tmp/tail-pf-moe.txt &
+  sweep 1 pf-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "${PF[@]}" > /tmp/tail-pf-dense.txt
+  wait; report pf- logs-pf.tar.xz /tmp/tail-pf-moe.txt /tmp/tail-pf-dense.txt ;;
+*) echo "usage: call_s17.sh tg|fe|pf"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"

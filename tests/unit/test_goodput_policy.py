@@ -1,5 +1,6 @@
 """Goodput policy against a simulated server whose true costs we choose."""
 
+import math
 import random
 import threading
 from types import SimpleNamespace
@@ -675,3 +676,85 @@ def test_a_buckets_step_times_in_one_pass_equal_the_per_cell_rules():
                     ref = (base if base is not None else 0.01) * (1.0 + pol.PRIOR_STEP_COST * k)
                 ref = max(ref, t.floor(b, k))
                 assert pol.step_time(b, k) == ref, (trial, b, k)
+
+
+# The MoE layout at 128 requests (GPU, session 17, `fe`): plain decode steps of ~5.9 ms but a
+# plain TPOT of 15.4 ms, most of it prefill batches of one or a few new requests (~14 ms each,
+# whatever they hold); EAGLE-3 made 1.36x plain. Decode step costs here (s, k = 0..3) on which
+# decode time alone says plain; new requests arrive as requests finish (192 tokens each).
+MOE_128 = (0.0059, 0.0105, 0.0135, 0.0160)
+PREFILL_S, OUTPUT_LEN = 0.014, 192
+
+
+def expected_tokens(p, k):
+    return 1 + sum(p ** j for j in range(1, k + 1))
+
+
+def goodput_with_prefills(costs, bs, p, k, prefill_s=PREFILL_S):
+    e = expected_tokens(p, k)
+    return e / (costs[k] + prefill_s * (1 - math.exp(-bs * e / OUTPUT_LEN)))
+
+
+def simulate_closed_loop(ctl, costs, bs, p, steps, rng, prefill_s=PREFILL_S):
+    """Like `simulate`, and each step admits the requests its tokens finished (Poisson) in one
+    prefill batch of `prefill_s`, reported to the policy as the server's hooks do."""
+    pending = None
+    chosen = []
+    for _ in range(steps):
+        ctl.on_snapshot(LoadSnapshot(running=bs))
+        k = ctl.decide(bs).steps
+        chosen.append(k)
+        if pending is not None:
+            ctl.on_result(*pending[:2])
+            ctl.policy.observe_step_time(bs, pending[0], pending[2])
+        correct = correct_drafts(rng, bs, p, k)
+        finished = sum(1 + c for c in correct) / OUTPUT_LEN  # expected new requests
+        admitted = sum(rng.random() < finished / 8 for _ in range(8))  # ~Poisson(finished)
+        if admitted:
+            ctl.policy.observe_prefill(bs, prefill_s * (1 + rng.uniform(-0.02, 0.02)), admitted)
+        pending = (k, correct, costs[k] * (1 + rng.uniform(-0.02, 0.02)))
+    return chosen
+
+
+def test_prefills_that_drafting_batches_better_turn_drafting_on_at_128_moe_requests():
+    bs, p = 128, 0.7
+    goodputs = [goodput_with_prefills(MOE_128, bs, p, k) for k in range(4)]
+    best = max(goodputs)
+    assert max(range(4), key=lambda k: expected_tokens(p, k) / MOE_128[k]) == 0  # decode alone
+    assert goodputs[0] < 0.88 * best  # with the prefills, drafting wins (k = 2-3)
+    ctl = make_ctl()
+    tail = simulate_closed_loop(ctl, MOE_128, bs, p, 3000, random.Random(41))[-1000:]
+    assert sum(goodput_with_prefills(MOE_128, bs, p, k) for k in tail) / len(tail) >= 0.97 * best
+    # the same server without the prefill term (as before session 17) stays plain
+    ctl = make_ctl()
+    ctl.policy.prefill.per_step = lambda bucket, tokens: 0.0
+    tail = simulate_closed_loop(ctl, MOE_128, bs, p, 3000, random.Random(41))[-1000:]
+    assert tail.count(0) >= 0.95 * len(tail)
+
+
+def test_where_plain_wins_with_its_prefills_the_prefill_term_keeps_it_plain():
+    # the dense pair at 128 requests (GPU_S9's step times, dial 0.7; EAGLE-3 made 0.8x plain)
+    costs = tuple(gpu_s9_step_s(128, k) for k in range(4))
+    bs, p = 128, 0.7
+    goodputs = [goodput_with_prefills(costs, bs, p, k, prefill_s=0.018) for k in range(4)]
+    assert max(range(4), key=goodputs.__getitem__) == 0
+    ctl = make_ctl()
+    tail = simulate_closed_loop(ctl, costs, bs, p, 3000, random.Random(42), prefill_s=0.018)[-1000:]
+    assert tail.count(0) >= 0.97 * len(tail), {k: tail.count(k) for k in set(tail)}
+
+
+def test_the_controller_reports_a_prefills_time_and_new_requests(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(signals, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    seen = []
+    ctl.policy.observe_prefill = lambda bs, s, n: seen.append((bs, round(s, 6), n))
+    ctl.on_snapshot(LoadSnapshot(running=4))
+    for t, event in ((0.00, "decode"), (0.01, "decode"), (0.025, "prefill"), (0.035, "decode"),
+                     (2.0, "prefill")):  # the last after an idle gap: not a prefill's time
+        now[0] = t
+        if event == "decode":
+            ctl.on_result(0, [0, 0, 0, 0])
+        else:
+            ctl.on_prefill_result(3)
+    assert seen == [(4, 0.015, 3)]

@@ -1,0 +1,59 @@
+"""The goodput policy's prefill term (policy/prefill_load.py): per-bucket prefill seconds per
+decode step, scaled to another step count; merged across ranks like the step-time table."""
+import math
+
+import pytest
+
+from adaptive_spec.policy.prefill_load import PrefillLoad
+
+
+def fed(load, bucket, steps, tokens, prefills):
+    """`steps` decode steps of `tokens` tokens per request and `prefills` (seconds, admitted)."""
+    for _ in range(steps):
+        load.on_decode(bucket, tokens)
+    for seconds, admitted in prefills:
+        load.on_prefill(bucket, seconds, admitted)
+
+
+def test_nothing_is_added_before_a_bucket_has_enough_steps():
+    load = PrefillLoad(13)
+    fed(load, 7, 16, 1.0, [(0.014, 1)] * 10)
+    load.sync(lambda v: v)
+    assert load.per_step(7, 2.5) == 0.0  # 16 < MIN_STEPS decode steps seen
+    assert load.per_step(6, 1.0) == 0.0  # nothing seen at all
+
+
+def test_moe_plain_server_at_128_requests():
+    # GPU, session 17 (MoE layout, 128 requests): plain TPOT 15.4 ms, plain decode step 5.9 ms:
+    # ~0.6 new requests per decode step, each in a prefill batch of its own (~14 ms)
+    load = PrefillLoad(13)
+    fed(load, 7, 500, 1.0, [(0.014, 1)] * 300)
+    load.sync(lambda v: v)
+    assert load.per_step(7, 1.0) == pytest.approx(0.6 * 0.014)  # what ran: measured
+    # at k = 3 (2.53 tokens a step) 1.52 new requests a step, 78% of steps with a prefill
+    expect = 0.6 * 0.014 * (1 - math.exp(-0.6 * 2.53)) / (1 - math.exp(-0.6))
+    assert load.per_step(7, 2.53) == pytest.approx(expect)
+    assert 0.6 * 0.014 < expect < 2.53 * 0.6 * 0.014  # more per step, less per token
+
+
+def test_values_follow_a_load_change_and_stay_bounded():
+    load = PrefillLoad(13)
+    fed(load, 7, 512, 1.0, [(0.010, 1)] * 512)  # a prefill every step
+    load.sync(lambda v: v)
+    for _ in range(8):  # then none, for 8 syncs of 256 steps
+        fed(load, 7, 256, 1.0, [])
+        load.sync(lambda v: v)
+    assert load.seconds[7] < 0.001 and load.steps[7] <= PrefillLoad.MEMORY_STEPS
+
+
+def test_ranks_with_different_wall_times_merge_to_the_same_values():
+    # each rank times its own prefills; the all-reduce mean gives all ranks the same table
+    ranks = [PrefillLoad(13) for _ in range(2)]
+    for r, load in enumerate(ranks):
+        fed(load, 7, 100, 1.5, [(0.010 + 0.004 * r, 1)] * 40)
+    local = [[v for row in load._local for v in row] for load in ranks]
+    mean = [sum(col) / len(col) for col in zip(*local)]
+    for load in ranks:
+        load.sync(lambda v: mean)
+    assert ranks[0].snapshot() == ranks[1].snapshot()
+    assert ranks[0].per_step(7, 2.0) == ranks[1].per_step(7, 2.0) > 0
