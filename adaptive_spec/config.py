@@ -98,8 +98,9 @@ class AdaptiveSpecConfig:
     # random.json), so a draft below ~1.4 only costs; without a floor the threshold policy
     # made 0.74x / 0.69x of plain at 1 / 16 requests there.
     min_accept_len: Optional[float] = 1.5
-    # While off for low acceptance: every `reprobe_interval` decode steps, draft for
-    # `reprobe_steps` steps so a draft that became good again is noticed.
+    # While off for low acceptance: `reprobe_interval` decode steps later, draft for
+    # `reprobe_steps` steps so a draft that became good again is noticed; each re-probe that
+    # leaves drafting off doubles the gap, up to 8x (policy/threshold.py).
     reprobe_interval: int = 256
     reprobe_steps: int = 4
     # Accept-length EMA per drafting result: the logs and the status (since session 16 no policy

@@ -336,7 +336,7 @@ class GoodputPolicy:
 
     def observe_decode(self, batch_size: int, tokens_per_request: float) -> None:
         """A decode result: each request gained `tokens_per_request` tokens (mean)."""
-        self.prefill.on_decode(bucket_of(batch_size), tokens_per_request)
+        self.prefill.on_decode(bucket_of(batch_size), tokens_per_request, batch_size)
 
     # ---- model ----------------------------------------------------------------------
     def expected_tokens(self, acc: AcceptanceStats) -> list[float]:

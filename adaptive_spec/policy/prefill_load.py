@@ -18,6 +18,13 @@ decode step meets at least one of them, so runs a prefill batch, with probabilit
 1 - exp(-a_k) (arrivals spread evenly in time). A prefill batch costs what the measured ones
 cost: P_k = P * (1 - exp(-a_k)) / (1 - exp(-a)).
 
+Only steady load counts: while the batch grows or shrinks (a burst of new requests at once,
+the drain after one), the prefill work is a fixed amount that no k changes, and adding it per
+step would make every k's step look alike, drafting's most (the first 128-request level of
+session 17's `pf` run, dense pair: the policy chose k = 1 there right after the ramp-up). A
+decode step counts when its batch is within `STEADY_BAND` of the recent batch size, and a
+prefill when the last decode step counted.
+
 Tensor parallel: the prefill seconds are each rank's own wall time; like the step times they
 are merged only at the policy's syncs through its reducer (an all-reduce mean), so every rank
 reads the same values. Admissions and accept lengths are rank-identical already.
@@ -33,6 +40,8 @@ class PrefillLoad:
     MEMORY_STEPS = 512.0  # decode steps of history the merged values weigh at most
     DECAY = 0.9  # the old values' weight per sync, on top of the cap (follows a load change)
     MIN_STEPS = 32.0  # decode steps seen at a bucket before its prefill term is used
+    STEADY_BAND = 0.1  # a batch within 10% of the recent batch size is steady load
+    BATCH_EMA = 0.05  # weight of the newest batch size in the recent one (~20 steps)
 
     def __init__(self, buckets: int):
         self.buckets = buckets
@@ -41,16 +50,23 @@ class PrefillLoad:
         self.tokens = [1.0] * buckets  # merged: tokens per request per decode step
         self.steps = [0.0] * buckets  # merged decode steps behind those values (capped)
         self._local = [[0.0] * buckets for _ in range(4)]  # seconds, admitted, tokens, steps
+        self._recent_batch = 0.0
+        self._steady = False  # whether the last decode step counted
 
     def on_prefill(self, bucket: int, seconds: float, admitted: int) -> None:
         """A prefill batch of `admitted` new requests took `seconds` while `bucket`'s batch
         decoded."""
-        self._local[0][bucket] += seconds
-        self._local[1][bucket] += admitted
+        if self._steady:
+            self._local[0][bucket] += seconds
+            self._local[1][bucket] += admitted
 
-    def on_decode(self, bucket: int, tokens_per_request: float) -> None:
-        self._local[2][bucket] += tokens_per_request
-        self._local[3][bucket] += 1.0
+    def on_decode(self, bucket: int, tokens_per_request: float, batch_size: int) -> None:
+        recent = self._recent_batch
+        self._steady = abs(batch_size - recent) <= self.STEADY_BAND * recent
+        self._recent_batch = recent + self.BATCH_EMA * (batch_size - recent) if recent else float(batch_size)
+        if self._steady:
+            self._local[2][bucket] += tokens_per_request
+            self._local[3][bucket] += 1.0
 
     def sync(self, reducer: Callable[[list], list]) -> None:
         """Merge the local sums (mean over ranks through `reducer`); every rank calls this at

@@ -54,7 +54,7 @@ _FLAGS = {
         "--adaptive-spec-reprobe-interval steps (default 1.5; "
         "'off' drafts whatever the acceptance).",
     ),
-    "reprobe_interval": (int, "M", "Decode steps between acceptance re-probes while off for low acceptance (default 256)."),
+    "reprobe_interval": (int, "M", "Decode steps before the first acceptance re-probe while off for low acceptance (default 256); the gap doubles after each re-probe that leaves drafting off, up to 8x."),
     "reprobe_steps": (int, "P", "Drafting steps per re-probe (default 4)."),
     "max_steps": (
         int,

@@ -19,7 +19,10 @@
 #      more time in prefill batches than in decoding): plain, eagle3, goodput at 128 / 256,
 #      2 repeats, 10-s windows; GPU 0 the MoE layout (dial 0.7), GPU 1 the dense pair (dial 0.7,
 #      where plain wins at 128-256: the term must not turn drafting on there).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s17.sh tg|fe|pf
+#   p2 (~9 min; prepared for the next session, not run) pf again on the code after it: the
+#      prefill term counts steady load only (a burst of new requests while the batch grows is
+#      left out); 64 / 128 / 256 requests, 3 repeats, both pairs, plus the prefill table.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s17.sh tg|fe|pf|p2
 source scripts/device/common.sh
 
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
@@ -64,7 +67,26 @@ pf)
   sweep 0 pf-moe /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 "${PF[@]}" > /tmp/tail-pf-moe.txt &
   sweep 1 pf-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "${PF[@]}" > /tmp/tail-pf-dense.txt
   wait; report pf- logs-pf.tar.xz /tmp/tail-pf-moe.txt /tmp/tail-pf-dense.txt ;;
-*) echo "usage: call_s17.sh tg|fe|pf"; exit 2 ;;
+p2)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/moe-16 dial:0.7 --preset qwen3-moe --layers 16 ) & P0=$!
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/soak-8b dial:0.7 --preset 8b ) & P1=$!
+  { wait $P0 && wait $P1; } || { tail -30 "$OUT/build.log"; exit 3; }
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  RUN_FLAGS+=(--start-timeout-s 300)
+  P2=(plain,eagle3,adaptive-spec:goodput --concurrency 64,128,256 --repeat 3 --time-budget-s 8
+      --time-budget-from 128:8,256:8 --system-args "$GOODPUT")
+  sweep 0 p2-moe /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 "${P2[@]}" > /tmp/tail-p2-moe.txt &
+  sweep 1 p2-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "${P2[@]}" > /tmp/tail-p2-dense.txt
+  wait; report p2- logs-p2.tar.xz /tmp/tail-p2-moe.txt /tmp/tail-p2-dense.txt
+  python3 - "$OUT"/sweep-p2-*.json <<'PY'
+import json, sys
+for path in sys.argv[1:]:  # the goodput server's prefill table at the end: ms per step, new per step, tokens
+    fs = json.load(open(path))["systems"]["adaptive-spec:goodput"].get("final_status") or [{}]
+    print(path, json.dumps((fs[0].get("cost_model") or {}).get("prefill_ms_admitted_tokens_per_step")))
+PY
+  ;;
+*) echo "usage: call_s17.sh tg|fe|pf|p2"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"

@@ -10,7 +10,7 @@ from adaptive_spec.policy.prefill_load import PrefillLoad
 def fed(load, bucket, steps, tokens, prefills):
     """`steps` decode steps of `tokens` tokens per request and `prefills` (seconds, admitted)."""
     for _ in range(steps):
-        load.on_decode(bucket, tokens)
+        load.on_decode(bucket, tokens, 100)
     for seconds, admitted in prefills:
         load.on_prefill(bucket, seconds, admitted)
 
@@ -29,10 +29,10 @@ def test_moe_plain_server_at_128_requests():
     load = PrefillLoad(13)
     fed(load, 7, 500, 1.0, [(0.014, 1)] * 300)
     load.sync(lambda v: v)
-    assert load.per_step(7, 1.0) == pytest.approx(0.6 * 0.014)  # what ran: measured
+    assert load.per_step(7, 1.0) == pytest.approx(0.6 * 0.014, rel=0.01)  # what ran: measured
     # at k = 3 (2.53 tokens a step) 1.52 new requests a step, 78% of steps with a prefill
     expect = 0.6 * 0.014 * (1 - math.exp(-0.6 * 2.53)) / (1 - math.exp(-0.6))
-    assert load.per_step(7, 2.53) == pytest.approx(expect)
+    assert load.per_step(7, 2.53) == pytest.approx(expect, rel=0.01)
     assert 0.6 * 0.014 < expect < 2.53 * 0.6 * 0.014  # more per step, less per token
 
 
@@ -57,3 +57,21 @@ def test_ranks_with_different_wall_times_merge_to_the_same_values():
         load.sync(lambda v: mean)
     assert ranks[0].snapshot() == ranks[1].snapshot()
     assert ranks[0].per_step(7, 2.0) == ranks[1].per_step(7, 2.0) > 0
+
+
+def test_a_burst_of_new_requests_while_the_batch_grows_is_not_a_per_step_cost():
+    # a level's start: 128 requests prefilled in a few large batches while the batch fills;
+    # counted per step, that work made every k look alike (the first 128-request level of pf)
+    load = PrefillLoad(13)
+    for running in range(8, 129, 8):  # the batch grows 8 at a step: not steady
+        load.on_decode(7, 1.0, running)
+        load.on_prefill(7, 0.030, 8)
+    for _ in range(200):  # then steady at 128 with a few new requests now and then
+        load.on_decode(7, 1.0, 128)
+    for _ in range(20):
+        load.on_prefill(7, 0.014, 1)
+    load.sync(lambda v: v)
+    # the burst left out: only the 1-request prefills of the steady part, over its steps (the
+    # recent batch size takes ~30 steps to catch up with the ramp, those do not count)
+    assert load.seconds[7] / load.admitted[7] == pytest.approx(0.014)
+    assert 20 / 200 <= load.admitted[7] <= 20 / 150
