@@ -20,8 +20,9 @@ cost: P_k = P * (1 - exp(-a_k)) / (1 - exp(-a)).
 
 Only steady load counts: while the batch grows or shrinks (a burst of new requests at once,
 the drain after one), the prefill work is a fixed amount that no k changes, and adding it per
-step would make every k's step look alike, drafting's most (the first 128-request level of
-session 17's `pf` run, dense pair: the policy chose k = 1 there right after the ramp-up). A
+step would make every k's step look alike and favour drafting (in the first 128-request level
+of session 17's `pf` run, dense pair, the policy chose k = 1 twice right after the ramp-up,
+where plain wins: consistent with this, not proven to be it). A
 decode step counts when its batch is within `STEADY_BAND` of the recent batch size, and a
 prefill when the last decode step counted.
 

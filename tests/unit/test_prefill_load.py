@@ -61,7 +61,7 @@ def test_ranks_with_different_wall_times_merge_to_the_same_values():
 
 def test_a_burst_of_new_requests_while_the_batch_grows_is_not_a_per_step_cost():
     # a level's start: 128 requests prefilled in a few large batches while the batch fills;
-    # counted per step, that work made every k look alike (the first 128-request level of pf)
+    # counted per step, that work would make every k look alike
     load = PrefillLoad(13)
     for running in range(8, 129, 8):  # the batch grows 8 at a step: not steady
         load.on_decode(7, 1.0, running)
