@@ -26,6 +26,21 @@
 source scripts/device/common.sh
 
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
+
+# plain, eagle3 and goodput on the MoE layout (GPU 0) and the dense pair (GPU 1), both dial 0.7,
+# then their report: $1 the names' prefix, rest: sweep flags (levels, repeats, windows)
+moe_and_dense() {
+  local prefix=$1 p0 p1; shift
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/moe-16 dial:0.7 --preset qwen3-moe --layers 16 ) & p0=$!
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/soak-8b dial:0.7 --preset 8b ) & p1=$!
+  { wait $p0 && wait $p1; } || { tail -30 "$OUT/build.log"; exit 3; }
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  RUN_FLAGS+=(--start-timeout-s 300)
+  local flags=(plain,eagle3,adaptive-spec:goodput "$@" --system-args "$GOODPUT")
+  sweep 0 "$prefix-moe" /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 "${flags[@]}" > "/tmp/tail-$prefix-moe.txt" &
+  sweep 1 "$prefix-dense" /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "${flags[@]}" > "/tmp/tail-$prefix-dense.txt"
+  wait; report "$prefix-" "logs-$prefix.tar.xz" "/tmp/tail-$prefix-moe.txt" "/tmp/tail-$prefix-dense.txt"
+}
 case "${1:-}" in
 tg)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1
@@ -57,28 +72,10 @@ fe)
   wait; report fe- logs-fe.tar.xz /tmp/tail-fe-stream.txt /tmp/tail-fe-nostream.txt ;;
 pf)
   export DEADLINE_S=${DEADLINE_S:-380} ADAPTIVE_SPEC_WARM_SAMPLING=0
-  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/moe-16 dial:0.7 --preset qwen3-moe --layers 16 ) & P0=$!
-  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/soak-8b dial:0.7 --preset 8b ) & P1=$!
-  { wait $P0 && wait $P1; } || { tail -30 "$OUT/build.log"; exit 3; }
-  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
-  RUN_FLAGS+=(--start-timeout-s 300)
-  PF=(plain,eagle3,adaptive-spec:goodput --concurrency 128,256 --repeat 2 --time-budget-s 10
-      --time-budget-from 128:10,256:10 --system-args "$GOODPUT")
-  sweep 0 pf-moe /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 "${PF[@]}" > /tmp/tail-pf-moe.txt &
-  sweep 1 pf-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "${PF[@]}" > /tmp/tail-pf-dense.txt
-  wait; report pf- logs-pf.tar.xz /tmp/tail-pf-moe.txt /tmp/tail-pf-dense.txt ;;
+  moe_and_dense pf --concurrency 128,256 --repeat 2 --time-budget-s 10 --time-budget-from 128:10,256:10 ;;
 p2)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
-  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/moe-16 dial:0.7 --preset qwen3-moe --layers 16 ) & P0=$!
-  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/soak-8b dial:0.7 --preset 8b ) & P1=$!
-  { wait $P0 && wait $P1; } || { tail -30 "$OUT/build.log"; exit 3; }
-  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
-  RUN_FLAGS+=(--start-timeout-s 300)
-  P2=(plain,eagle3,adaptive-spec:goodput --concurrency 64,128,256 --repeat 3 --time-budget-s 8
-      --time-budget-from 128:8,256:8 --system-args "$GOODPUT")
-  sweep 0 p2-moe /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 "${P2[@]}" > /tmp/tail-p2-moe.txt &
-  sweep 1 p2-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "${P2[@]}" > /tmp/tail-p2-dense.txt
-  wait; report p2- logs-p2.tar.xz /tmp/tail-p2-moe.txt /tmp/tail-p2-dense.txt
+  moe_and_dense p2 --concurrency 64,128,256 --repeat 3 --time-budget-s 8 --time-budget-from 128:8,256:8
   python3 - "$OUT"/sweep-p2-*.json <<'PY'
 import json, sys
 for path in sys.argv[1:]:  # the goodput server's prefill table at the end: ms per step, new per step, tokens

@@ -29,9 +29,10 @@ def true_best_k(bs, p, max_steps=3):
     return max(range(max_steps + 1), key=lambda k: true_goodput(bs, p, k))
 
 
-def simulate(ctl, bs, p, steps, rng, noise=0.02, cost=true_step_s):
+def simulate(ctl, bs, p, steps, rng, noise=0.02, cost=true_step_s, after_step=None):
     """Run `steps` decode steps at batch size bs with per-draft acceptance p; result of step
-    i is fed back after the decision of step i+1 (overlap scheduler)."""
+    i is fed back after the decision of step i+1 (overlap scheduler). `after_step(correct)`:
+    called with each step's accepted drafts per request (e.g. to admit new requests)."""
     pending = None
     chosen = []
     for _ in range(steps):
@@ -42,6 +43,8 @@ def simulate(ctl, bs, p, steps, rng, noise=0.02, cost=true_step_s):
             ctl.on_result(*pending[:2])
             ctl.policy.observe_step_time(bs, pending[0], pending[2])
         correct = correct_drafts(rng, bs, p, k)
+        if after_step is not None:
+            after_step(correct)
         pending = (k, correct, cost(bs, k) * (1 + rng.uniform(-noise, noise)))
     return chosen
 
@@ -698,22 +701,13 @@ def goodput_with_prefills(costs, bs, p, k, prefill_s=PREFILL_S):
 def simulate_closed_loop(ctl, costs, bs, p, steps, rng, prefill_s=PREFILL_S):
     """Like `simulate`, and each step admits the requests its tokens finished (Poisson) in one
     prefill batch of `prefill_s`, reported to the policy as the server's hooks do."""
-    pending = None
-    chosen = []
-    for _ in range(steps):
-        ctl.on_snapshot(LoadSnapshot(running=bs))
-        k = ctl.decide(bs).steps
-        chosen.append(k)
-        if pending is not None:
-            ctl.on_result(*pending[:2])
-            ctl.policy.observe_step_time(bs, pending[0], pending[2])
-        correct = correct_drafts(rng, bs, p, k)
+    def admit(correct):
         finished = sum(1 + c for c in correct) / OUTPUT_LEN  # expected new requests
         admitted = sum(rng.random() < finished / 8 for _ in range(8))  # ~Poisson(finished)
         if admitted:
             ctl.policy.observe_prefill(bs, prefill_s * (1 + rng.uniform(-0.02, 0.02)), admitted)
-        pending = (k, correct, costs[k] * (1 + rng.uniform(-0.02, 0.02)))
-    return chosen
+
+    return simulate(ctl, bs, p, steps, rng, cost=lambda _, k: costs[k], after_step=admit)
 
 
 def test_prefills_that_drafting_batches_better_turn_drafting_on_at_128_moe_requests():
