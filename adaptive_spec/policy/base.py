@@ -16,6 +16,7 @@ REASONS = (
     "reprobe",  # short drafting window to re-measure acceptance
     "cost_model",  # goodput policy's choice
     "probe",  # goodput policy measuring a step count (a catch-up step, then a cell's samples)
+    "refresh",  # goodput policy re-measuring a filled cell (k=0 or a neighbour of the chosen k)
     "slo",  # goodput policy meeting a TPOT target
     "forced",  # --adaptive-spec-force
     "fallback",  # a hook or the policy failed; static behaviour for the rest of the run

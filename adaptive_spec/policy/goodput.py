@@ -314,6 +314,7 @@ class GoodputPolicy:
         self._last_goodput: list = []
         self._probe_k: Optional[int] = None
         self._probe_left = 0
+        self._probe_reason = "probe"  # "probe" (an under-sampled cell) or "refresh" (a filled one)
         self._probes: dict = {}  # (bucket, k) -> (probes started, decision of the last one)
         # a probe's samples are merged right after its last result arrives (overlap: one
         # decision late), so the next explore sees them instead of probing the cell again
@@ -405,7 +406,7 @@ class GoodputPolicy:
                 and self._probe_left == 0 and d % self.explore_interval != 0):
             return reused  # nothing but the acceptance can have moved (see reuse_for)
         decision = self._decide(bucket, acc)
-        if decision.reason != "probe":
+        if decision.reason not in ("probe", "refresh"):
             self._reuse = (decision, bucket, self.table.syncs, d + self.reuse_for - 1)
         return decision
 
@@ -418,7 +419,7 @@ class GoodputPolicy:
         self._last_goodput = goodput
         probe = self._probe(bucket, expected, goodput[_argmax(candidates, goodput)])
         if probe is not None:
-            return Decision(probe, "probe")
+            return Decision(probe, self._probe_reason)
         reason = "cost_model"
         slo = self.cfg.tpot_slo_ms
         if slo is not None:
@@ -471,7 +472,7 @@ class GoodputPolicy:
         if under:
             # k=0 first: every estimate at this bucket scales from it, and an off step is
             # the cheapest probe
-            k = under[0]
+            k, self._probe_reason = under[0], "probe"
         elif self._decisions % self.refresh_interval == 0 and self._current is not None:
             # A filled bucket: refresh the stalest of k=0 and the chosen k's neighbours, so an
             # estimate that went wrong (or a cost that drifted) cannot keep a k unchosen for
@@ -485,6 +486,9 @@ class GoodputPolicy:
             if not others:
                 return None
             k = max(others, key=lambda k: (self.table.staleness(bucket, k), -k))
+            # its own reason, so a sweep row tells these from the probes of unfilled cells
+            # (session 17: one k = 1 probe a level at 128 requests, which kind not logged)
+            self._probe_reason = "refresh"
         else:
             return None
         self._probe_k = k

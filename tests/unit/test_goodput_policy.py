@@ -606,11 +606,11 @@ def test_probes_are_told_apart_from_choices():
 
     pol.decide = spy
     simulate(ctl, 256, 0.5, 600, random.Random(9))
-    probes = [d for d in decisions if d.reason == "probe"]
+    probes = [d for d in decisions if d.reason in ("probe", "refresh")]
     assert probes and any(d.steps > 0 for d in probes)
     # every drafting step at a bucket where k=0 wins is a probe's, never a choice
-    assert all(d.reason == "probe" for d in decisions[100:] if d.steps > 0)
-    assert {d.reason for d in decisions} <= {"probe", "cost_model"}
+    assert all(d.reason in ("probe", "refresh") for d in decisions[100:] if d.steps > 0)
+    assert {d.reason for d in decisions} <= {"probe", "refresh", "cost_model"}
 
 
 def test_the_status_shows_each_cells_sample_count_next_to_its_time():
@@ -752,3 +752,19 @@ def test_the_controller_reports_a_prefills_time_and_new_requests(monkeypatch):
         else:
             ctl.on_prefill_result(3)
     assert seen == [(4, 0.015, 3)]
+
+
+def test_refreshes_of_filled_cells_have_their_own_reason():
+    # a sweep row's decisions by reason then tell the two kinds of probe apart
+    ctl = make_ctl()
+    seen = []
+    orig = ctl.policy.decide
+    ctl.policy.decide = lambda snap, acc: seen.append(orig(snap, acc)) or seen[-1]
+    simulate(ctl, 64, 0.0, 6000, random.Random(4))
+    reasons = {d.reason for d in seen}
+    assert {"probe", "refresh", "cost_model"} <= reasons
+    refreshes = [i for i, d in enumerate(seen) if d.reason == "refresh"]
+    # a refresh is a whole probe (a catch-up step, then a cell's samples), started on the
+    # refresh interval
+    assert refreshes and (refreshes[0] + 1) % ctl.policy.refresh_interval == 0
+    assert sum(1 for d in seen[refreshes[0]:refreshes[0] + 10] if d.reason == "refresh") == ctl.policy.probe_len
