@@ -779,7 +779,7 @@ class Sweep:
             row["window"] = "steady" if steady else "whole"
             if steady:  # the whole level too (ramp-up and drain included), for reference
                 row["output_tok_s_whole"] = st.output_tok_s(recs, res.window)
-            self._server_side(row, samples)
+            self._server_side(row, samples, steady)
             row["level_wall_s"] = round(time.time() - t_wall, 2)
             # the host's 1-minute load at the level's end: the same plain server's TPOT moved
             # 12.9-16.9 ms between repeats of one run (session 9) while the other GPU's sweep
@@ -802,7 +802,7 @@ class Sweep:
         self._trace(name, key, recs)
         self._keep_outputs(name, key, recs)
 
-    def _server_side(self, row: dict, samples: List[dict]) -> None:
+    def _server_side(self, row: dict, samples: List[dict], steady=None) -> None:
         live = [s for s in samples if not s.get("final")]
         runs = [s["running"] for s in live if s.get("running") is not None]
         row["mean_running"] = round(sum(runs) / len(runs), 2) if runs else None
@@ -819,6 +819,13 @@ class Sweep:
             seen = [s[key] for s in samples if s.get(key) is not None]
             if len(seen) >= 2:
                 row[key] = st.histogram_diff(seen[-1], seen[0])
+            # ... and in the steady window alone (the samples inside it): a level's ramp-up and
+            # drain pass through small batches, where drafting is right (session 17: 13-59
+            # drafting steps of a 128-request level, most of them there)
+            inside = [s[key] for s in samples if steady and s.get(key) is not None
+                      and steady[0] <= s["t"] <= steady[1]]
+            if len(inside) >= 2:
+                row[key + "_steady"] = st.histogram_diff(inside[-1], inside[0])
 
     def _pattern_rows(self, name, recs, res, sched, samples):
         c = self.cfg

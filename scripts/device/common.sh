@@ -233,6 +233,9 @@ for path in sys.argv[1:]:
         if row.get("decisions"):
             print(row["system"], row["concurrency"], row.get("repeat", ""), "decisions",
                   json.dumps(row["decisions"]), "modes", json.dumps(row.get("step_modes")))
+            if row.get("decisions_steady"):  # session 17 on: the steady window alone
+                print("   steady window: decisions", json.dumps(row["decisions_steady"]),
+                      "modes", json.dumps(row.get("step_modes_steady")))
     for name, s in d["systems"].items():
         for rank in (s.get("final_status") or [])[:1]:
             r = rank.get("reentry") or {}

@@ -261,3 +261,25 @@ def test_prefill_batches_are_counted_per_running_level():
 
     lines = [line(126), line(130), line(100), line(256), "Decode batch, #running-req: 128, x"]
     assert prefill_batches(lines, levels=(128, 256)) == {128: 2, 256: 1}
+
+
+def test_a_levels_decisions_in_its_steady_window_apart_from_ramp_and_drain():
+    # session 17: a 128-request level's drafting steps were mostly in its ramp-up and drain,
+    # which the level's totals could not show
+    from adaptive_spec.bench.sweep import Sweep
+
+    def sample(t, on, off):
+        return {"t": t, "running": 100, "decisions": {"3:cost_model": on, "0:cost_model": off},
+                "step_modes": {"on": on, "off": off}}
+
+    samples = [sample(0.0, 0, 0), sample(1.0, 40, 10),   # ramp-up: drafting at small batches
+               sample(2.0, 41, 200), sample(5.0, 42, 800),  # steady: plain, one probe step
+               sample(6.0, 90, 810)]  # drain
+    row = {}
+    Sweep._server_side(None, row, samples, steady=(1.5, 5.5))
+    assert row["decisions"] == {"3:cost_model": 90, "0:cost_model": 810}
+    assert row["decisions_steady"] == {"3:cost_model": 1, "0:cost_model": 600}
+    assert row["step_modes_steady"] == {"on": 1, "off": 600}
+    row = {}
+    Sweep._server_side(None, row, samples)  # no steady window: the totals only
+    assert "decisions_steady" not in row

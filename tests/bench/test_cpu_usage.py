@@ -39,19 +39,23 @@ def test_meter_names_the_busy_process_of_a_server_tree():
     finally:
         proc.kill()
         proc.wait(10)
-    assert used["scheduler"] > 0.5  # one spinning core (two on the CI machine)
-    assert used["frontend"] < 0.3   # the idle main process
-    assert 0 <= used["client"] < 0.5  # this test mostly slept
+    assert used["scheduler"] > 0.3  # one spinning process (a core of two, shared at worst)
+    assert used["frontend"] < 0.15  # the idle main process
+    assert 0 <= used["client"] < 0.3  # this test mostly slept
 
 
 def test_meter_without_a_server_reports_the_client_only():
+    # the share is this process's CPU seconds over the wall time, whatever else the machine
+    # runs (a fixed threshold failed once on the 2-core CI machine under load)
     meter = CpuMeter(None)
     meter.start()
-    end = time.perf_counter() + 0.3
-    while time.perf_counter() < end:
+    t0, c0 = time.perf_counter(), time.process_time()
+    while time.process_time() - c0 < 0.2 and time.perf_counter() - t0 < 10.0:  # bounded spin
         pass
     used = meter.stop()
-    assert set(used) == {"client"} and used["client"] > 0.5
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    assert set(used) == {"client"}
+    assert used["client"] == pytest.approx(cpu / wall, abs=0.05) and used["client"] > 0.02
 
 
 def test_loop_lag_sees_a_blocked_event_loop():
