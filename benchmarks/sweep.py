@@ -738,35 +738,37 @@ class Sweep:
             meter, lag = CpuMeter(server_pid(sp)), LoopLag()
             meter.start()
             lag.start()
-            t_wall = time.time()
-            if kind == "closed":
-                n = int(val)
-                key = f"c{n}"
-                budget = self.level_budget_s(level)
-                mr = c.requests_per_level or lg.level_requests(n, cap=c.max_requests_cap)
-                res = await lg.run_closed(cl, self.prompt_fn(key), lg.steady(n, budget),
-                                          max_requests=mr, time_budget_s=budget,
-                                          drain_s=c.drain_s, new_tokens_fn=self.new_tokens_fn(key))
-                sched = None
-            elif kind == "open":
-                rate = float(val)
-                key = f"r{rate:g}"
-                budget = self.level_budget_s(level)
-                mr = c.requests_per_level or lg.open_requests(rate, budget, c.max_requests_cap)
-                res = await lg.run_open(cl, self.prompt_fn(key), rate=rate,
-                                        max_concurrency=self.max_concurrency, max_requests=mr,
-                                        time_budget_s=budget, drain_s=c.drain_s,
-                                        seed=c.seed, new_tokens_fn=self.new_tokens_fn(key))
-                sched = None
-            else:
-                key = kind
-                sched = self.schedule()
-                res = await lg.run_closed(cl, self.prompt_fn(key), sched,
-                                          max_requests=c.requests_per_level or 100000,
-                                          time_budget_s=sched.duration, drain_s=c.drain_s,
-                                          new_tokens_fn=self.new_tokens_fn(key))
-            cpu = meter.stop()
-            lags = await lag.stop()
+            try:  # stopped even when the level fails (a server died): no stray timer task
+                t_wall = time.time()
+                if kind == "closed":
+                    n = int(val)
+                    key = f"c{n}"
+                    budget = self.level_budget_s(level)
+                    mr = c.requests_per_level or lg.level_requests(n, cap=c.max_requests_cap)
+                    res = await lg.run_closed(cl, self.prompt_fn(key), lg.steady(n, budget),
+                                              max_requests=mr, time_budget_s=budget,
+                                              drain_s=c.drain_s, new_tokens_fn=self.new_tokens_fn(key))
+                    sched = None
+                elif kind == "open":
+                    rate = float(val)
+                    key = f"r{rate:g}"
+                    budget = self.level_budget_s(level)
+                    mr = c.requests_per_level or lg.open_requests(rate, budget, c.max_requests_cap)
+                    res = await lg.run_open(cl, self.prompt_fn(key), rate=rate,
+                                            max_concurrency=self.max_concurrency, max_requests=mr,
+                                            time_budget_s=budget, drain_s=c.drain_s,
+                                            seed=c.seed, new_tokens_fn=self.new_tokens_fn(key))
+                    sched = None
+                else:
+                    key = kind
+                    sched = self.schedule()
+                    res = await lg.run_closed(cl, self.prompt_fn(key), sched,
+                                              max_requests=c.requests_per_level or 100000,
+                                              time_budget_s=sched.duration, drain_s=c.drain_s,
+                                              new_tokens_fn=self.new_tokens_fn(key))
+            finally:
+                cpu = meter.stop()
+                lags = await lag.stop()
             samples = await poller.stop()
         recs = res.records
         base = {"system": name}
