@@ -239,8 +239,8 @@ class Controller:
                 observe(len(correct_drafts_per_req), steps, dt)
             on_decode = getattr(self.policy, "observe_decode", None)
             n = len(correct_drafts_per_req)
-            if on_decode is not None and n:
-                on_decode(n, 1.0 + sum(correct_drafts_per_req) / n)
+            if on_decode is not None and n:  # `accepted` is None for a plain step: 1 token each
+                on_decode(n, 1.0 + (accepted or 0) / n)
         except Exception as exc:  # never let bookkeeping take the server down
             self.fail(f"result hook: {exc!r}")
             return
