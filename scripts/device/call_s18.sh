@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# GPU machine nvidia-h200-x2, session 18 (2026-11-30). After call_s17.sh p2 (goodput with the
+# prefill term's steady-load rule at 64 / 128 / 256, both pairs):
+#   t3 (~9 min) issue 3's tables on the current threshold policy (floor + re-probe backoff):
+#      GPU 0 the always-right pair: plain, eagle3, threshold at 1 / 16 / 64 / 128 / 256, 2 paired
+#      repeats, with the threshold at 96 running requests (EAGLE-3 beat plain at 64 and lost at
+#      128-256 with this pair, session 15; the default 32 is the dial-0.7 pair's crossover).
+#      GPU 1: forced on against EAGLE-3 at 1 / 16 (always-right, 3 pairs), then the always-wrong
+#      pair: plain and threshold at 64 / 128 / 256 (2 pairs; 1-16 were met in session 17).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s18.sh t3
+source scripts/device/common.sh
+
+THRESHOLD_96="adaptive-spec:threshold=--adaptive-spec-threshold 96"
+case "${1:-}" in
+t3)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/al-8b aligned --preset 8b ) & p0=$!
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/al-8b-1 aligned --preset 8b \
+      && build_pair /tmp/rw-8b random --preset 8b ) & p1=$!
+  { wait $p0 && wait $p1; } || { tail -30 "$OUT/build.log"; exit 3; }
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  sweep 0 t3-aligned /tmp/al-8b/target /tmp/al-8b/draft-aligned plain,eagle3,adaptive-spec:threshold \
+    --concurrency 1,16,64,128,256 --repeat 2 --time-budget-s 5 --time-budget-from 128:6,256:6 \
+    --system-args "$THRESHOLD_96" > /tmp/tail-t3-aligned.txt &
+  sweep 1 t3-forced-on /tmp/al-8b-1/target /tmp/al-8b-1/draft-aligned eagle3,adaptive-spec:forced-on \
+    --concurrency 1,16 --repeat 3 --time-budget-s 5 > /tmp/tail-t3-forced-on.txt
+  sweep 1 t3-random /tmp/rw-8b/target /tmp/rw-8b/draft-random plain,adaptive-spec:threshold \
+    --concurrency 64,128,256 --repeat 2 --time-budget-s 5 --time-budget-from 128:6,256:6 \
+    --system-args "$THRESHOLD_96" > /tmp/tail-t3-random.txt
+  wait
+  report t3- logs-t3.tar.xz /tmp/tail-t3-aligned.txt /tmp/tail-t3-forced-on.txt /tmp/tail-t3-random.txt
+  ;;
+*) echo "usage: call_s18.sh t3"; exit 2 ;;
+esac
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$1"
+say "done $1"
