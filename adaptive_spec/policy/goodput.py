@@ -102,7 +102,10 @@ class StepTimeTable:
 
     LOCAL_CAP = 64  # samples kept per cell between two syncs (the latest)
     PLAUSIBLE = 1.5  # slack on the (2k+2) x t(k=0) bound of a drafting step's cost
-    CEILING_SAMPLES = 6  # samples a longer chain needs before it caps a shorter one
+    CEILING_SAMPLES = 6  # samples a cell needs before it caps a shorter chain or a smaller batch
+    # ... and how recently it must have had them (syncs; 256 = 8,192 decisions, 1-3 minutes of
+    # a busy server): a cell measured at shorter contexts long ago is no bound on today's
+    CAP_FRESH_SYNCS = 256
 
     def __init__(self, max_steps: int, decay: float = 0.9):
         self.max_steps = max_steps
@@ -115,6 +118,8 @@ class StepTimeTable:
         # Local, not yet merged: the latest samples since the last sync.
         self._local = [deque(maxlen=self.LOCAL_CAP) for _ in range(n)]
         self._active: set[int] = set()  # cells with local samples (a sync touches only these)
+        self._caps: list = []  # per cell, the bound `caps` computes; rebuilt once per sync
+        self._caps_at = None
 
     def _i(self, bucket: int, k: int) -> int:
         return bucket * (self.max_steps + 1) + k
@@ -170,19 +175,70 @@ class StepTimeTable:
     def samples(self, bucket: int, k: int) -> float:
         return self.count[self._i(bucket, k)]
 
+    def caps(self) -> list:
+        """Per cell, an upper bound on its step time: the fastest cell with `CEILING_SAMPLES`,
+        measured within `CAP_FRESH_SYNCS`, at the same batch bucket with a longer chain or at a
+        larger bucket with the same or a longer chain (inf where none). A longer chain is never
+        faster, nor is a larger batch, and a stall only ever makes a step look slower, so where
+        a cell reads slower than such a bound, its own samples are the stalled ones.
+        - Longer chains, GPU session 10 (dial 0.7): k=2 at 33-64 requests read 29.9 ms, k=3
+          17.8 ms; as k=3's floor, k=2's stalls kept k=3 from being chosen (at 16-32 requests
+          EAGLE-3 made 1.17x of plain, the goodput server ran k = 0 and 2 there).
+        - Larger batches, GPU sessions 13-18 (dense pair): a plain step at 33-64 requests read
+          8.9-11.6 ms in 7 final tables where one at 65-128 read 6.5-7.3 (clean runs: 5.9-6.1
+          at 33-64); its samples come mostly from ramp-ups, between the prefills of a burst of
+          new requests. Priced at 8.9 ms, plain lost to k=3 at 64 requests in session 18's `p2`,
+          where plain made as much as EAGLE-3 (goodput 0.93x of max(plain, eagle3), 3 pairs).
+        Rebuilt once per sync (the table changes only there): one pass from the largest bucket
+        and the longest chain down, ~100 cells."""
+        if self._caps_at == self.syncs:
+            return self._caps
+        width, inf = self.max_steps + 1, math.inf
+        mean, count, fresh_at = self.mean, self.count, self.fresh_at
+        need, oldest = self.CEILING_SAMPLES, self.syncs - self.CAP_FRESH_SYNCS
+        top = next((b for b in range(MAX_BUCKET_EXP, -1, -1)
+                    if any(count[b * width:(b + 1) * width])), -1)
+        rows = [[inf] * width for _ in range(MAX_BUCKET_EXP - top)]  # no samples up there
+        above = [inf] * width  # the next larger bucket's bounds, its own cells included
+        for b in range(top, -1, -1):
+            base = b * width
+            row, low = [inf] * width, [inf] * width
+            longer = inf  # this bucket's longer chains, their own cells included
+            for k in range(width - 1, -1, -1):
+                bound = above[k] if above[k] < longer else longer
+                row[k] = bound
+                i = base + k
+                if count[i] >= need and fresh_at[i] >= oldest and mean[i] < bound:
+                    bound = mean[i]
+                low[k] = longer = bound
+            above = low
+            rows.append(row)
+        caps = [c for row in reversed(rows) for c in row]
+        self._caps, self._caps_at = caps, self.syncs
+        return caps
+
     def settled(self, bucket: int, k: int) -> float:
-        """A measured cell's mean, capped by every longer chain measured here with
-        `CEILING_SAMPLES`: a longer chain is never faster, and a stall only ever makes a step
-        look slower, so where the two disagree the shorter chain's samples are the stalled
-        ones. GPU, session 10 (dial 0.7): k=2 at 33-64 requests read 29.9 ms, k=3 17.8 ms;
-        as k=3's floor, k=2's stalls kept k=3 from being chosen (at 16-32 requests EAGLE-3
-        made 1.17x of plain, the goodput server ran k = 0 and 2 there)."""
-        t = self.mean[self._i(bucket, k)]
-        for j in range(k + 1, self.max_steps + 1):
-            i = self._i(bucket, j)
-            if self.count[i] >= self.CEILING_SAMPLES:
-                t = min(t, self.mean[i])
-        return t
+        """A measured cell's mean, capped by `caps` (a longer chain here, or the same or a
+        longer chain at a larger batch, well and recently sampled)."""
+        i = self._i(bucket, k)
+        return min(self.mean[i], self.caps()[i])
+
+    def settled_row(self, bucket: int) -> tuple:
+        """(`settled` of every k at this bucket, None where unmeasured; `floor` of every k), in
+        one pass instead of the per-k loops: the policy rebuilds a bucket's step times after
+        every sync, on the scheduler's thread (14 of a sync decision's ~36 us on the CPU
+        machine, session 13)."""
+        width = self.max_steps + 1
+        base = bucket * width
+        caps = self.caps()
+        settled = [min(self.mean[base + k], caps[base + k]) if self.count[base + k] > 0 else None
+                   for k in range(width)]
+        floors, top = [], 0.0
+        for t in settled:
+            floors.append(top)
+            if t is not None:
+                top = max(top, t)
+        return settled, floors
 
     def estimate(self, bucket: int, k: int) -> Optional[float]:
         """Measured (`settled`) mean, else scaled from the nearest bucket where both k and 0
@@ -190,37 +246,17 @@ class StepTimeTable:
         i = self._i(bucket, k)
         if self.count[i] > 0:
             return self.settled(bucket, k)
-        base_here = self.mean[self._i(bucket, 0)] if self.count[self._i(bucket, 0)] > 0 else None
+        base_here = self.settled(bucket, 0) if self.count[self._i(bucket, 0)] > 0 else None
         for dist in range(1, MAX_BUCKET_EXP + 1):
             for b in (bucket - dist, bucket + dist):
                 if 0 <= b <= MAX_BUCKET_EXP and self.count[self._i(b, k)] > 0:
-                    t_bk = self.mean[self._i(b, k)]
+                    t_bk = self.settled(b, k)
                     if base_here is not None and self.count[self._i(b, 0)] > 0:
-                        return base_here * t_bk / self.mean[self._i(b, 0)]
-                    return t_bk * (2.0 ** (bucket - b)) ** 0.5  # crude: cost grows sublinearly with batch
+                        t = base_here * t_bk / self.settled(b, 0)
+                    else:
+                        t = t_bk * (2.0 ** (bucket - b)) ** 0.5  # crude: cost grows sublinearly with batch
+                    return min(t, self.caps()[i])
         return None
-
-    def settled_row(self, bucket: int) -> tuple:
-        """(`settled` of every k at this bucket, None where unmeasured; `floor` of every k), in
-        one pass each way instead of the per-k loops: the policy rebuilds a bucket's step times
-        after every sync, on the scheduler's thread (14 of a sync decision's ~36 us on the CPU
-        machine, session 13)."""
-        width = self.max_steps + 1
-        base = bucket * width
-        settled = [None] * width
-        cap = math.inf  # the fastest longer chain with CEILING_SAMPLES, so far
-        for k in range(self.max_steps, -1, -1):
-            i = base + k
-            if self.count[i] > 0:
-                settled[k] = min(self.mean[i], cap)
-            if self.count[i] >= self.CEILING_SAMPLES:
-                cap = min(cap, self.mean[i])
-        floors, top = [], 0.0
-        for t in settled:
-            floors.append(top)
-            if t is not None:
-                top = max(top, t)
-        return settled, floors
 
     def floor(self, bucket: int, k: int) -> float:
         """A lower bound on t(bucket, k): the slowest measured (`settled`) j < k at this bucket
@@ -246,7 +282,7 @@ class StepTimeTable:
             t_b = max((self.settled(b, j) for j in range(1, k + 1)
                        if self.count[self._i(b, j)] >= min_samples), default=None)
             if t_b is not None:
-                return self.mean[i0] * max(1.0, t_b / self.mean[ib0])
+                return self.settled(bucket, 0) * max(1.0, t_b / self.settled(b, 0))
         return 0.0
 
     def snapshot(self, samples: bool = False) -> dict:

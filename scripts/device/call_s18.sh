@@ -7,10 +7,15 @@
 #      128-256 with this pair, session 15; the default 32 is the dial-0.7 pair's crossover).
 #      GPU 1: forced on against EAGLE-3 at 1 / 16 (always-right, 3 pairs), then the always-wrong
 #      pair: plain and threshold at 64 / 128 / 256 (2 pairs; 1-16 were met in session 17).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s18.sh t3
+#   t2 (~8 min) issue 9's same-run sweep at --tp-size 2 in 2 paired repeats (session 15 ran one
+#      pass): plain, eagle3, goodput at 1 / 16 / 64 / 128 / 256 on the dial-0.7 pair, with the
+#      goodput table's larger-batch cap (p2: a plain step at 33-64 requests read 8.95 ms, at
+#      65-128 6.73); lossless vs plain, the two ranks' decision digests compared.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s18.sh t3|t2
 source scripts/device/common.sh
 
 THRESHOLD_96="adaptive-spec:threshold=--adaptive-spec-threshold 96"
+GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
 case "${1:-}" in
 t3)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
@@ -30,7 +35,17 @@ t3)
   wait
   report t3- logs-t3.tar.xz /tmp/tail-t3-aligned.txt /tmp/tail-t3-forced-on.txt /tmp/tail-t3-random.txt
   ;;
-*) echo "usage: call_s18.sh t3"; exit 2 ;;
+t2)
+  export DEADLINE_S=${DEADLINE_S:-550} ADAPTIVE_SPEC_RANK_CHECK_EVERY=512 NCCL_NVLS_ENABLE=0 ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/soak-8b dial:0.7 --preset 8b ) || exit 3
+  say "model built (code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown})"
+  sweep 0,1 tp2-paired /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput --server-arg "--tp-size 2" --concurrency 1,16,64,128,256 \
+    --repeat 2 --time-budget-s 5 --time-budget-from 128:6,256:6 --system-args "$GOODPUT"
+  reentry_table "$OUT"/sweep-tp2-paired.json
+  for f in /tmp/logs-tp2-paired/server-adaptive-spec_*.log; do python3 "$REPO/scripts/device/rank_check.py" "$f"; done
+  log_report logs-t2.tar.xz /tmp/logs-tp2-paired/*.log ;;
+*) echo "usage: call_s18.sh t3|t2"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"

@@ -364,6 +364,56 @@ def test_a_longer_chain_measured_faster_caps_the_shorter_ones():
     assert table.settled(bucket_of(64), 2) == pytest.approx(0.016)
 
 
+# The dense pair's final table in session 18's `p2` (dial 0.7; ms, samples): a plain step at
+# 33-64 requests read 8.95 ms, at 65-128 requests 6.73 (clean runs read 5.9-6.1 at 33-64).
+P2_DENSE_64 = {0: (8.948, 350), 1: (15.869, 13), 2: (18.471, 361), 3: (22.081, 733)}
+P2_DENSE_128 = {0: (6.726, 1986), 1: (27.015, 18), 3: (30.813, 6)}
+
+
+def p2_acceptance():
+    """About session 18's measured per-position acceptance (0.66, 0.67, 0.68)."""
+    acc = AcceptanceStats()
+    for _ in range(50):  # c correct drafts of 3: 34, 22, 15 and 29 of 100 requests
+        acc.observe(3, [0] * 34 + [1] * 22 + [2] * 15 + [3] * 29)
+    return acc
+
+
+def test_a_larger_batch_measured_faster_caps_the_smaller_ones():
+    """A larger batch never decodes faster, and a stall (here: samples taken between the
+    prefills of a ramp-up) only slows a step: the larger bucket's well-sampled, recent cell
+    bounds the smaller bucket's, for the same or a longer chain."""
+    table = StepTimeTable(max_steps=3)
+    fill_cells(table, 64, P2_DENSE_64)
+    fill_cells(table, 128, P2_DENSE_128)
+    b64 = bucket_of(64)
+    assert table.settled(b64, 0) == pytest.approx(0.006726)
+    assert table.settled(b64, 3) == pytest.approx(0.022081)  # below 128's k=3: its own
+    assert table.settled(bucket_of(128), 0) == pytest.approx(0.006726)
+    # an unmeasured cell's estimate is bounded the same way
+    fill_cells(table, 16, {0: (30.0, 8), 1: (40.0, 8)})
+    assert table.estimate(bucket_of(32), 1) <= 0.015869
+    # a bound needs CEILING_SAMPLES samples, and recent ones
+    fill_cells(table, 256, {2: (5.0, 2)})
+    assert table.settled(b64, 2) == pytest.approx(0.018471)
+    for _ in range(table.CAP_FRESH_SYNCS + 1):
+        fill_cells(table, 64, {2: (18.471, 6)})
+    assert table.settled(b64, 0) == pytest.approx(0.008948)  # 128's k=0 has gone stale
+
+
+def test_plain_wins_at_64_requests_once_the_ramp_up_samples_are_capped():
+    """Session 18's `p2` at 64 requests (dense pair, 3 pairs): plain and EAGLE-3 made the same,
+    the goodput server ran k = 3 on the table above (0.93x of max(plain, eagle3)). With 65-128
+    requests' plain step bounding 33-64's, plain's 1 token in <= 6.7 ms beats k=3's 2.4 in 22.1."""
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    fill_cells(pol.table, 64, P2_DENSE_64)
+    acc = p2_acceptance()
+    pol._decisions = 1  # away from the explore interval: the cost model's choice
+    assert pol.decide(LoadSnapshot(running=64), acc).steps == 2  # the ramp-up's 8.95 ms: drafting
+    fill_cells(pol.table, 128, P2_DENSE_128)
+    pol._decisions, pol._current, pol._reuse = 1, None, (None, -1, -1, 0)
+    assert pol.decide(LoadSnapshot(running=64), acc).steps == 0
+
+
 def test_drafts_where_the_longest_chain_wins_although_a_shorter_cell_is_stalled():
     """The same table in a decision: k=3 (2.45 tokens in 9.7 ms) beats k=0, 1 and 2; before
     the cap it was priced at k=2's stalled 29.9 ms and lost to k=1."""
