@@ -331,6 +331,7 @@ class GoodputPolicy:
         self.sync_interval = 32
         self.min_samples = 6
         self.trusted_samples = 24  # below this, a neighbour of the chosen k is still refreshed
+        self.hopeless_probes = 3  # ... unless this many probes of it all read hopeless
         self.explore_interval = 16
         self.refresh_interval = 1024  # re-measure a non-chosen k of a filled bucket (~0.5%)
         self.probe_len = 1 + self.min_samples  # one catch-up step (from k=0), then a cell's worth
@@ -514,11 +515,17 @@ class GoodputPolicy:
             # estimate that went wrong (or a cost that drifted) cannot keep a k unchosen for
             # ever, without paying for a far, expensive chain. A neighbour whose estimate rests
             # on few samples is refreshed even when it looks hopeless: those few can all be
-            # stalls (a probe in a prefill burst), and the refreshes stop once it has enough.
+            # stalls (a probe in a prefill burst), and the refreshes stop once it has enough,
+            # or once `hopeless_probes` probes of it (each its own moment) all read hopeless.
+            # GPU, session 18 (`p2`, dense pair, 128-256 requests, plain chosen): k = 1 read 4x
+            # a plain step after 3 probes (18 samples) and was still refreshed every 1,024
+            # decisions, 7 steps at ~4x and a catch-up each time.
             cur = self._current
             others = [k for k in {0, cur - 1, cur + 1}
                       if 0 <= k <= self.max_steps and k != cur
-                      and (could_win(k) or self.table.samples(bucket, k) < self.trusted_samples)]
+                      and (could_win(k) or (self.table.samples(bucket, k) < self.trusted_samples
+                                            and self._probes.get((bucket, k), (0, 0))[0]
+                                            < self.hopeless_probes))]
             if not others:
                 return None
             k = max(others, key=lambda k: (self.table.staleness(bucket, k), -k))
