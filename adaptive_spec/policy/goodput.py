@@ -58,7 +58,9 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
 - The floor cuts both ways: a shorter chain's stalled cell, above a longer chain's measured
   time, priced that longer chain out (session 10: k=2 read 29.9 ms at 33-64 requests, k=3
   17.8). Stalls only slow a step, so a measured cell is capped by every well-sampled longer
-  chain (`StepTimeTable.settled`) before it floors anything.
+  chain, and by the same or a longer chain at every larger batch (`StepTimeTable.caps`),
+  before it floors anything (sessions 13-18: a plain step at 33-64 requests, sampled mostly
+  in ramp-ups, read 1.3-1.7x one at 65-128).
 - Deep draft positions are seen only in probes: each position's acceptance is shrunk towards
   the one before it (`PRIOR_TRIES` pseudo-tries), so two unlucky probe rounds cannot rule the
   long chains out.

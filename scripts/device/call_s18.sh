@@ -11,7 +11,11 @@
 #      pass): plain, eagle3, goodput at 1 / 16 / 64 / 128 / 256 on the dial-0.7 pair, with the
 #      goodput table's larger-batch cap (p2: a plain step at 33-64 requests read 8.95 ms, at
 #      65-128 6.73); lossless vs plain, the two ranks' decision digests compared.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s18.sh t3|t2
+#   fo (~3 min; the session's last 238 device seconds) t3 found the threshold policy, off for
+#      low acceptance at 64 requests, at 0.936x / 0.881x of plain (TPOT 11.4-11.7 vs 9.9-10.4
+#      ms): forced off against plain at 64 requests, 2 pairs on each GPU (the always-wrong pair
+#      on GPU 0, dial 0.7 on GPU 1), 5-s windows.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s18.sh t3|t2|fo
 source scripts/device/common.sh
 
 THRESHOLD_96="adaptive-spec:threshold=--adaptive-spec-threshold 96"
@@ -45,7 +49,13 @@ t2)
   reentry_table "$OUT"/sweep-tp2-paired.json
   for f in /tmp/logs-tp2-paired/server-adaptive-spec_*.log; do python3 "$REPO/scripts/device/rank_check.py" "$f"; done
   log_report logs-t2.tar.xz /tmp/logs-tp2-paired/*.log ;;
-*) echo "usage: call_s18.sh t3|t2"; exit 2 ;;
+fo)
+  export DEADLINE_S=${DEADLINE_S:-170} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_two_pairs /tmp/rw-8b random /tmp/soak-8b dial:0.7 --preset 8b
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  sweep_two fo- logs-fo.tar.xz random /tmp/rw-8b/draft-random dial-0.7 /tmp/soak-8b/draft-dial-0.7 \
+    plain,adaptive-spec:forced-off --concurrency 64 --repeat 2 --time-budget-s 5 --warmup-tokens 64 ;;
+*) echo "usage: call_s18.sh t3|t2|fo"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
