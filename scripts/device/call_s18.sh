@@ -11,7 +11,8 @@
 #      pass): plain, eagle3, goodput at 1 / 16 / 64 / 128 / 256 on the dial-0.7 pair, with the
 #      goodput table's larger-batch cap (p2: a plain step at 33-64 requests read 8.95 ms, at
 #      65-128 6.73); lossless vs plain, the two ranks' decision digests compared.
-#   fo (~3 min; the session's last 238 device seconds) t3 found the threshold policy, off for
+#   fo (~3 min; prepared, NOT run: the session had 238 device seconds left, too few to start a
+#      machine) t3 found the threshold policy, off for
 #      low acceptance at 64 requests, at 0.936x / 0.881x of plain (TPOT 11.4-11.7 vs 9.9-10.4
 #      ms): forced off against plain at 64 requests, 2 pairs on each GPU (the always-wrong pair
 #      on GPU 0, dial 0.7 on GPU 1), 5-s windows.

@@ -412,6 +412,14 @@ def test_plain_wins_at_64_requests_once_the_ramp_up_samples_are_capped():
     fill_cells(pol.table, 128, P2_DENSE_128)
     pol._decisions, pol._current, pol._reuse = 1, None, (None, -1, -1, 0)
     assert pol.decide(LoadSnapshot(running=64), acc).steps == 0
+    # ... and with the prefill term the server had there (5.3 ms of prefill per decode step,
+    # 0.59 new requests per step, measured at 2.3 tokens per request per step)
+    b = bucket_of(64)
+    load = pol.prefill
+    load.seconds[b], load.admitted[b], load.tokens[b], load.steps[b] = 0.005336, 0.593, 2.275, 512.0
+    assert pol.prefill.per_step(b, 1.0) > 0
+    pol._decisions, pol._current, pol._reuse = 1, None, (None, -1, -1, 0)
+    assert pol.decide(LoadSnapshot(running=64), acc).steps == 0
 
 
 def test_drafts_where_the_longest_chain_wins_although_a_shorter_cell_is_stalled():
