@@ -16,7 +16,12 @@
 #      low acceptance at 64 requests, at 0.936x / 0.881x of plain (TPOT 11.4-11.7 vs 9.9-10.4
 #      ms): forced off against plain at 64 requests, 2 pairs on each GPU (the always-wrong pair
 #      on GPU 0, dial 0.7 on GPU 1), 5-s windows.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s18.sh t3|t2|fo
+#   cx (~9 min; prepared, NOT run) the crossover band on one GPU with the larger-batch cap and the
+#      hopeless-refresh limit (both after p2; t2 ran them at TP = 2 only): plain, eagle3, goodput
+#      at 32 / 64 / 128, 3 pairs, 8-s windows; GPU 0 the dense pair, GPU 1 the MoE layout (dial
+#      0.7 both). p2 had goodput at 0.93x at 64 on the dense pair, on a table whose plain step at
+#      33-64 requests read 8.95 ms against 6.73 at 65-128.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s18.sh t3|t2|fo|cx
 source scripts/device/common.sh
 
 THRESHOLD_96="adaptive-spec:threshold=--adaptive-spec-threshold 96"
@@ -56,7 +61,17 @@ fo)
   say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
   sweep_two fo- logs-fo.tar.xz random /tmp/rw-8b/draft-random dial-0.7 /tmp/soak-8b/draft-dial-0.7 \
     plain,adaptive-spec:forced-off --concurrency 64 --repeat 2 --time-budget-s 5 --warmup-tokens 64 ;;
-*) echo "usage: call_s18.sh t3|t2|fo"; exit 2 ;;
+cx)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/soak-8b dial:0.7 --preset 8b ) & p0=$!
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16 dial:0.7 --preset qwen3-moe --layers 16 ) & p1=$!
+  { wait $p0 && wait $p1; } || { tail -30 "$OUT/build.log"; exit 3; }
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  RUN_FLAGS+=(--start-timeout-s 300)
+  sweep_two cx- logs-cx.tar.xz dense /tmp/soak-8b/draft-dial-0.7 moe /tmp/moe-16/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput --concurrency 32,64,128 --repeat 3 --time-budget-s 8 \
+    --time-budget-from 128:8 --system-args "$GOODPUT" ;;
+*) echo "usage: call_s18.sh t3|t2|fo|cx"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
