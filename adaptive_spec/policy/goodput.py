@@ -333,7 +333,7 @@ class GoodputPolicy:
         self.sync_interval = 32
         self.min_samples = 6
         self.trusted_samples = 24  # below this, a neighbour of the chosen k is still refreshed
-        self.hopeless_probes = 3  # ... unless this many probes of it all read hopeless
+        self.hopeless_probes = 3  # ... until it has been probed this often and still cannot win
         self.explore_interval = 16
         self.refresh_interval = 1024  # re-measure a non-chosen k of a filled bucket (~0.5%)
         self.probe_len = 1 + self.min_samples  # one catch-up step (from k=0), then a cell's worth
@@ -518,10 +518,10 @@ class GoodputPolicy:
             # ever, without paying for a far, expensive chain. A neighbour whose estimate rests
             # on few samples is refreshed even when it looks hopeless: those few can all be
             # stalls (a probe in a prefill burst), and the refreshes stop once it has enough,
-            # or once `hopeless_probes` probes of it (each its own moment) all read hopeless.
-            # GPU, session 18 (`p2`, dense pair, 128-256 requests, plain chosen): k = 1 read 4x
-            # a plain step after 3 probes (18 samples) and was still refreshed every 1,024
-            # decisions, 7 steps at ~4x and a catch-up each time.
+            # or once it has been probed `hopeless_probes` times (each at its own moment, not
+            # all in one burst) and still cannot win. GPU, session 18 (`p2`, dense pair, 128-256
+            # requests, plain chosen): k = 1 read 4x a plain step on 18 samples and was still
+            # refreshed every 1,024 decisions, 7 steps at ~4x and a catch-up each time.
             cur = self._current
             others = [k for k in {0, cur - 1, cur + 1}
                       if 0 <= k <= self.max_steps and k != cur

@@ -831,9 +831,9 @@ def test_refreshes_of_filled_cells_have_their_own_reason():
 @pytest.mark.parametrize("probes, refreshed", [(2, True), (3, False)])
 def test_a_hopeless_neighbour_is_not_refreshed_for_ever(probes, refreshed):
     """GPU, session 18 (`p2`, dense pair, 128 requests, plain chosen): k = 1 read 4x a plain
-    step over 3 probes (18 samples), below `trusted_samples`, and was still refreshed every
-    1,024 decisions (7 steps at ~4x and a catch-up each). Few samples from one or two probes
-    can all be stalls; from `hopeless_probes` probes, each at its own moment, they are not."""
+    step on 18 samples, below `trusted_samples`, and was still refreshed every 1,024 decisions
+    (7 steps at ~4x and a catch-up each). Few samples from one or two probes can all be
+    stalls; from `hopeless_probes` probes, each at its own moment, they are not."""
     pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
     fill_cells(pol.table, 128, P2_DENSE_128)
     b = bucket_of(128)
