@@ -561,4 +561,6 @@ class GoodputPolicy:
         # could not be read from it)
         return {"step_ms": self.table.snapshot(), "step_samples": self.table.snapshot(samples=True),
                 "prefill_ms_admitted_tokens_per_step": self.prefill.snapshot(),
+                # a prefill batch's fixed and per-new-request cost (checked, not used yet)
+                "prefill_batch_fit_ms": self.prefill.snapshot_fit(),
                 "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in enumerate(self._last_goodput)}}

@@ -26,6 +26,13 @@ where plain wins: consistent with this, not proven to be it). A
 decode step counts when its batch is within `STEADY_BAND` of the recent batch size, and a
 prefill when the last decode step counted.
 
+Whether a prefill batch really costs the same whatever it holds is checked, not assumed: each
+bucket also keeps a least-squares fit of a batch's seconds against its new requests (fixed cost
+plus cost per request, `batch_fit`), reported in the policy's status and not yet used. Session
+18 (TP = 2, dense pair, 64 requests) is why: there the term tipped the choice to k = 3 where
+EAGLE-3 made 0.95x of plain; on the run's final table a cost per new request, instead of per
+batch, would have put plain ahead (a reading of that table, not a measurement).
+
 Tensor parallel: the prefill seconds are each rank's own wall time; like the step times they
 are merged only at the policy's syncs through its reducer (an all-reduce mean), so every rank
 reads the same values. Admissions and accept lengths are rank-identical already.
@@ -50,7 +57,9 @@ class PrefillLoad:
         self.admitted = [0.0] * buckets  # merged: requests admitted per decode step
         self.tokens = [1.0] * buckets  # merged: tokens per request per decode step
         self.steps = [0.0] * buckets  # merged decode steps behind those values (capped)
-        self._local = [[0.0] * buckets for _ in range(4)]  # seconds, admitted, tokens, steps
+        # seconds, admitted, tokens, steps; then the batch fit's batches, sum n^2, sum n * seconds
+        self._local = [[0.0] * buckets for _ in range(7)]
+        self.fit_sums = [[0.0] * 5 for _ in range(buckets)]  # batches, n, n^2, s, n*s (decayed)
         self._recent_batch = 0.0
         self._steady = False  # whether the last decode step counted
 
@@ -60,6 +69,9 @@ class PrefillLoad:
         if self._steady:
             self._local[0][bucket] += seconds
             self._local[1][bucket] += admitted
+            self._local[4][bucket] += 1.0
+            self._local[5][bucket] += admitted * admitted
+            self._local[6][bucket] += admitted * seconds
 
     def on_decode(self, bucket: int, tokens_per_request: float, batch_size: int) -> None:
         recent = self._recent_batch
@@ -76,8 +88,12 @@ class PrefillLoad:
         merged = reducer([v for row in self._local for v in row])
         for row in self._local:
             row[:] = [0.0] * n
-        sec, adm, tok, steps = (merged[i * n:(i + 1) * n] for i in range(4))
+        sec, adm, tok, steps, batches, adm2, adm_sec = (merged[i * n:(i + 1) * n] for i in range(7))
         for b in range(n):
+            if batches[b] > 0:
+                fit = self.fit_sums[b]
+                fresh = (batches[b], adm[b], adm2[b], sec[b], adm_sec[b])
+                fit[:] = [self.DECAY * old + new for old, new in zip(fit, fresh)]
             s = steps[b]
             if s <= 0:
                 continue
@@ -96,6 +112,29 @@ class PrefillLoad:
             return 0.0
         a_k = a * tokens_k / max(self.tokens[bucket], 1e-9)
         return p * (1.0 - math.exp(-a_k)) / (1.0 - math.exp(-a))
+
+    def batch_fit(self, bucket: int) -> tuple:
+        """(fixed seconds, seconds per new request, batches) of the prefill batches at this
+        bucket, by least squares; the per-request term is None while every batch held the same
+        number of new requests (no slope to fit)."""
+        count, sx, sxx, sy, sxy = self.fit_sums[bucket]
+        if count <= 0:
+            return (0.0, None, 0.0)
+        denom = count * sxx - sx * sx
+        if denom <= 1e-9 * count * count:
+            return (sy / count, None, count)
+        slope = (count * sxy - sx * sy) / denom
+        return ((sy - slope * sx) / count, slope, count)
+
+    def snapshot_fit(self) -> dict:
+        """{batch bucket: [fixed ms, ms per new request (None: no spread), batches]}."""
+        out = {}
+        for b in range(self.buckets):
+            fixed, per, count = self.batch_fit(b)
+            if count > 0:
+                out[str(2 ** b)] = [round(1000 * fixed, 3), None if per is None else round(1000 * per, 3),
+                                    round(count, 1)]
+        return out
 
     def snapshot(self) -> dict:
         """{batch bucket: [prefill ms per decode step, admitted per step, tokens per step]}."""

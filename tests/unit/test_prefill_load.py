@@ -75,3 +75,33 @@ def test_a_burst_of_new_requests_while_the_batch_grows_is_not_a_per_step_cost():
     # recent batch size takes ~30 steps to catch up with the ramp, those do not count)
     assert load.seconds[7] / load.admitted[7] == pytest.approx(0.014)
     assert 20 / 200 <= load.admitted[7] <= 20 / 150
+
+
+def test_a_prefill_batch_cost_is_split_into_fixed_and_per_request_parts():
+    # reported beside the term (not used by it yet): does a batch cost the same whatever it
+    # holds (the term's assumption), or does each new request add to it?
+    load = PrefillLoad(13)
+    fed(load, 7, 100, 1.0, [(0.010 + 0.002 * n, n) for n in (1, 2, 3, 1, 2, 4)] * 5)
+    load.sync(lambda v: v)
+    fixed, per_request, batches = load.batch_fit(7)
+    assert fixed == pytest.approx(0.010) and per_request == pytest.approx(0.002)
+    assert batches == 30
+    assert load.snapshot_fit()["128"] == [10.0, 2.0, 30.0]
+    # every batch with one new request: no slope to fit
+    same = PrefillLoad(13)
+    fed(same, 7, 100, 1.0, [(0.014, 1)] * 20)
+    same.sync(lambda v: v)
+    assert same.batch_fit(7) == (pytest.approx(0.014), None, 20)
+    assert PrefillLoad(13).batch_fit(7) == (0.0, None, 0.0)
+
+
+def test_ranks_merge_the_batch_fit_to_the_same_values():
+    ranks = [PrefillLoad(13) for _ in range(2)]
+    for r, load in enumerate(ranks):
+        fed(load, 7, 100, 1.0, [(0.010 + 0.002 * n + 0.001 * r, n) for n in (1, 2, 3)] * 4)
+    local = [[v for row in load._local for v in row] for load in ranks]
+    mean = [sum(col) / len(col) for col in zip(*local)]
+    for load in ranks:
+        load.sync(lambda v: mean)
+    assert ranks[0].snapshot_fit() == ranks[1].snapshot_fit()
+    assert ranks[0].batch_fit(7)[1] == pytest.approx(0.002)
