@@ -60,7 +60,7 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
   17.8). Stalls only slow a step, so a measured cell is capped by every well-sampled longer
   chain, and by the same or a longer chain at every larger batch (`StepTimeTable.caps`),
   before it floors anything (sessions 13-18: a plain step at 33-64 requests, sampled mostly
-  in ramp-ups, read 1.3-1.7x one at 65-128).
+  in ramp-ups, read 1.3-1.8x one at 65-128 in 5 final tables).
 - Deep draft positions are seen only in probes: each position's acceptance is shrunk towards
   the one before it (`PRIOR_TRIES` pseudo-tries), so two unlucky probe rounds cannot rule the
   long chains out.
@@ -144,6 +144,11 @@ class StepTimeTable:
     def sync(self, reducer: Callable[[list], list]) -> None:
         """Merge each cell's local trimmed mean (averaged over ranks by `reducer`, weighted by
         the sample counts) into the shared table. Every rank calls this at the same decision."""
+        self.merge(reducer(self.local_vector()))
+
+    def local_vector(self) -> list:
+        """What this rank adds at a sync (each cell's trimmed sum, then its count); the local
+        samples are consumed."""
         n = len(self._local)
         weighted = [0.0] * n
         counts = [0.0] * n
@@ -153,7 +158,11 @@ class StepTimeTable:
             weighted[i] = sum(kept)
             self._local[i].clear()
         self._active.clear()
-        merged = reducer(weighted + counts)
+        return weighted + counts
+
+    def merge(self, merged: list) -> None:
+        """Merge `local_vector`'s values as averaged over the ranks into the shared table."""
+        n = len(self._local)
         sums, ns = merged[:n], merged[n:]
         self.syncs += 1
         for i, c in enumerate(ns):
@@ -187,10 +196,11 @@ class StepTimeTable:
           17.8 ms; as k=3's floor, k=2's stalls kept k=3 from being chosen (at 16-32 requests
           EAGLE-3 made 1.17x of plain, the goodput server ran k = 0 and 2 there).
         - Larger batches, GPU sessions 13-18 (dense pair): a plain step at 33-64 requests read
-          8.9-11.6 ms in 7 final tables where one at 65-128 read 6.5-7.3 (clean runs: 5.9-6.1
-          at 33-64); its samples come mostly from ramp-ups, between the prefills of a burst of
-          new requests. Priced at 8.9 ms, plain lost to k=3 at 64 requests in session 18's `p2`,
-          where plain made as much as EAGLE-3 (goodput 0.93x of max(plain, eagle3), 3 pairs).
+          8.9-11.6 ms in 5 final tables where one at 65-128 read 6.6-7.3 (other runs: 5.7-6.1
+          at 33-64); its samples likely come mostly from ramp-ups, between the prefills of a burst of
+          new requests. On session 18's `p2` final table, priced at 8.9 ms, plain loses to
+          drafting at 64 requests, where plain made as much as EAGLE-3 and the goodput server
+          drafted (0.93x of max(plain, eagle3), 3 pairs).
         Rebuilt once per sync (the table changes only there): one pass from the largest bucket
         and the longest chain down, ~100 cells."""
         if self._caps_at == self.syncs:
@@ -437,8 +447,11 @@ class GoodputPolicy:
         self._decisions += 1
         d = self._decisions
         if d % self.sync_interval == 0 or d == self._sync_after_probe:
-            self.table.sync(self.reducer)
-            self.prefill.sync(self.reducer)
+            # one all-reduce for both (under TP each reducer call is a collective on the CPU group)
+            table_part = self.table.local_vector()
+            merged = self.reducer(table_part + self.prefill.local_vector())
+            self.table.merge(merged[:len(table_part)])
+            self.prefill.merge(merged[len(table_part):])
         bucket = bucket_of(snap.running)
         reused, r_bucket, r_syncs, r_until = self._reuse
         if (d <= r_until and bucket == r_bucket and self.table.syncs == r_syncs

@@ -84,10 +84,18 @@ class PrefillLoad:
     def sync(self, reducer: Callable[[list], list]) -> None:
         """Merge the local sums (mean over ranks through `reducer`); every rank calls this at
         the same decision."""
-        n = self.buckets
-        merged = reducer([v for row in self._local for v in row])
+        self.merge(reducer(self.local_vector()))
+
+    def local_vector(self) -> list:
+        """What this rank adds at a sync (its local sums, row after row); they are consumed."""
+        out = [v for row in self._local for v in row]
         for row in self._local:
-            row[:] = [0.0] * n
+            row[:] = [0.0] * self.buckets
+        return out
+
+    def merge(self, merged: list) -> None:
+        """Merge `local_vector`'s sums as averaged over the ranks."""
+        n = self.buckets
         sec, adm, tok, steps, batches, adm2, adm_sec = (merged[i * n:(i + 1) * n] for i in range(7))
         for b in range(n):
             if batches[b] > 0:

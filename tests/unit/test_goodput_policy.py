@@ -402,8 +402,9 @@ def test_a_larger_batch_measured_faster_caps_the_smaller_ones():
 
 def test_plain_wins_at_64_requests_once_the_ramp_up_samples_are_capped():
     """Session 18's `p2` at 64 requests (dense pair, 3 pairs): plain and EAGLE-3 made the same,
-    the goodput server ran k = 3 on the table above (0.93x of max(plain, eagle3)). With 65-128
-    requests' plain step bounding 33-64's, plain's 1 token in <= 6.7 ms beats k=3's 2.4 in 22.1."""
+    the goodput server drafted (k = 3, 0.93x of max(plain, eagle3)); its final table is the one
+    above. With 65-128 requests' plain step bounding 33-64's, plain's 1 token in <= 6.7 ms beats
+    k=3's 2.4 in 22.1."""
     pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
     fill_cells(pol.table, 64, P2_DENSE_64)
     acc = p2_acceptance()
