@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# GPU machine nvidia-h200 (ONE H200: only that kind was lent in session 19, 2026-12-01).
+# Session 18's two-GPU plans (call_s18.sh cx / fo) cut down to one GPU:
+#   cx (~8 min) issue 5: the goodput table's larger-batch cap and hopeless-refresh limit on one
+#      GPU (session 18 ran them only at TP = 2): plain, eagle3, goodput at 64 / 128 on the
+#      dense pair (dial 0.7), 3 paired repeats, 8-s windows. Session 18's p2 had goodput at
+#      0.930x of max at 64 (its table read a plain step at 33-64 requests as 8.95 ms against 6.73
+#      at 65-128). Prints the goodput server's final table, prefill term and batch fit.
+#   aw (~8 min) issue 3, the always-wrong pair with ONE threshold setting for both drafts
+#      (THRESHOLD_BOTH): plain, forced-off, threshold at 64 (3 pairs: session 18's t3 read the
+#      threshold policy at 0.908x of plain there, off on every steady step), then plain and
+#      threshold at 1 / 16 / 128 / 256 (2 pairs).
+#   ar (~9 min) issue 3, the always-right pair with the same setting: plain, eagle3, threshold
+#      at 1 / 16 / 64 / 128 / 256, 2 pairs. Sessions 15 and 18 measured EAGLE-3 ahead of plain
+#      at every N up to 256 with this draft, so any load threshold below 256 loses there (t3).
+# THRESHOLD_BOTH puts the load threshold above the server's cap of running requests (260) and
+# turns the queue rule off: the acceptance floor (1.5, the default) alone decides. That is the
+# setting this GPU and these drafts call for; it is not a load-adaptive threshold.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s19.sh cx|aw|ar
+source scripts/device/common.sh
+
+THRESHOLD_BOTH="adaptive-spec:threshold=--adaptive-spec-threshold 384 --adaptive-spec-queue-threshold off"
+GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
+case "${1:-}" in
+cx)
+  export DEADLINE_S=${DEADLINE_S:-540} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || exit 3
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  sweep 0 cx-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,eagle3,adaptive-spec:goodput \
+    --concurrency 64,128 --repeat 3 --time-budget-s 8 --time-budget-from 128:8 \
+    --system-args "$GOODPUT" > /tmp/tail-cx-dense.txt
+  report cx- logs-cx.tar.xz /tmp/tail-cx-dense.txt
+  python3 - "$OUT"/sweep-cx-dense.json <<'PY'
+import json, sys
+for path in sys.argv[1:]:  # the goodput server's step-time table, prefill term and batch fit at the end
+    fs = json.load(open(path))["systems"]["adaptive-spec:goodput"].get("final_status") or [{}]
+    cm = fs[0].get("cost_model") or {}
+    for key in ("step_ms", "step_samples", "prefill_ms_admitted_tokens_per_step", "prefill_batch_fit_ms"):
+        print(path.split("/")[-1], key, json.dumps(cm.get(key)))
+PY
+  ;;
+aw)
+  export DEADLINE_S=${DEADLINE_S:-540} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/rw-8b random --preset 8b || exit 3
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  sweep 0 aw-64 /tmp/rw-8b/target /tmp/rw-8b/draft-random plain,adaptive-spec:forced-off,adaptive-spec:threshold \
+    --concurrency 64 --repeat 3 --time-budget-s 6 --system-args "$THRESHOLD_BOTH" > /tmp/tail-aw-64.txt
+  sweep 0 aw-rest /tmp/rw-8b/target /tmp/rw-8b/draft-random plain,adaptive-spec:threshold \
+    --concurrency 1,16,128,256 --repeat 2 --time-budget-s 5 --time-budget-from 128:6,256:6 \
+    --system-args "$THRESHOLD_BOTH" > /tmp/tail-aw-rest.txt
+  report aw- logs-aw.tar.xz /tmp/tail-aw-64.txt /tmp/tail-aw-rest.txt
+  ;;
+ar)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/al-8b aligned --preset 8b || exit 3
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  sweep 0 ar-aligned /tmp/al-8b/target /tmp/al-8b/draft-aligned plain,eagle3,adaptive-spec:threshold \
+    --concurrency 1,16,64,128,256 --repeat 2 --time-budget-s 5 --time-budget-from 128:6,256:6 \
+    --system-args "$THRESHOLD_BOTH" > /tmp/tail-ar-aligned.txt
+  report ar- logs-ar.tar.xz /tmp/tail-ar-aligned.txt
+  ;;
+*) echo "usage: call_s19.sh cx|aw|ar"; exit 2 ;;
+esac
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$1"
+say "done $1"
