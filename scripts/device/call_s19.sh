@@ -16,7 +16,8 @@
 # THRESHOLD_BOTH puts the load threshold above the server's cap of running requests (260) and
 # turns the queue rule off: the acceptance floor (1.5, the default) alone decides. That is the
 # setting this GPU and these drafts call for; it is not a load-adaptive threshold.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s19.sh cx|aw|ar
+#   kp (~3 min) issue 6: scripts/device/topp_tail_probe.py, where the top-p verify's GPU time goes.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s19.sh cx|aw|ar|kp
 source scripts/device/common.sh
 
 THRESHOLD_BOTH="adaptive-spec:threshold=--adaptive-spec-threshold 384 --adaptive-spec-queue-threshold off"
@@ -59,7 +60,11 @@ ar)
     --system-args "$THRESHOLD_BOTH" > /tmp/tail-ar-aligned.txt
   report ar- logs-ar.tar.xz /tmp/tail-ar-aligned.txt
   ;;
-*) echo "usage: call_s19.sh cx|aw|ar"; exit 2 ;;
+kp)  # issue 6: where the top-p verify's GPU time goes (scripts/device/topp_tail_probe.py)
+  ( cd /tmp && timeout 200 python3 "$REPO/scripts/device/topp_tail_probe.py" 6 ) 2>&1 \
+    | grep -v -e UserWarning -e "tl.where" | tee "$OUT/topp-tail-probe.txt"
+  ;;
+*) echo "usage: call_s19.sh cx|aw|ar|kp"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"

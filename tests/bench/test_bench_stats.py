@@ -188,6 +188,29 @@ def test_repeats_pair_with_the_better_of_plain_and_eagle3_in_the_same_repeat():
     assert {q["system"] for q in st.paired_ratios(rows)} == {"eagle3", "ours"}  # vs plain alone
 
 
+def test_means_against_the_better_mean_have_no_per_repeat_max_bias():
+    # plain and eagle3 equally fast on average, readings swapped between repeats; ours equals
+    # that speed every time: per-repeat max reads 0.95x, the ratio of means reads 1.0x
+    rows = []
+    for k, (plain, eagle3) in enumerate(((1000.0, 1100.0), (1100.0, 1000.0))):
+        rows += [{"system": "plain", "concurrency": 64, "repeat": k, "output_tok_s": plain},
+                 {"system": "eagle3", "concurrency": 64, "repeat": k, "output_tok_s": eagle3},
+                 {"system": "ours", "concurrency": 64, "repeat": k, "output_tok_s": 1050.0}]
+    (p,) = st.paired_ratios(rows, ("plain", "eagle3"))
+    assert p["mean"] == pytest.approx(1050 / 1100, abs=1e-4)
+    (m,) = st.means_vs_envelope(rows)
+    assert m["system"] == "ours" and m["ratio"] == approx(1.0) and m["repeats"] == 2
+    assert m["envelope_tok_s"] == approx(1050.0) and m["mean_tok_s"] == approx(1050.0)
+    lo, hi = m["ci95"]
+    assert lo < 1.0 < hi  # the references' spread widens the interval
+    rows[-1]["output_tok_s"] = 840.0  # ours 945 on average: 0.9x the better mean
+    (m,) = st.means_vs_envelope(rows)
+    assert m["ratio"] == approx(0.9)
+    # one repeat, or no reference at the level: nothing to report
+    assert st.means_vs_envelope(rows[:3]) == []
+    assert st.means_vs_envelope([r for r in rows if r["system"] == "ours"]) == []
+
+
 def test_pairs_of_one_system_pool_over_runs_that_named_it_differently():
     def run(name, ratios, n=64):
         rows = []
