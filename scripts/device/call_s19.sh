@@ -16,8 +16,10 @@
 # THRESHOLD_BOTH puts the load threshold above the server's cap of running requests (260) and
 # turns the queue rule off: the acceptance floor (1.5, the default) alone decides. That is the
 # setting this GPU and these drafts call for; it is not a load-adaptive threshold.
+#   ak (~9.5 min) kp, then ar at 64 / 128 / 256 only (1 and 16 ran in session 18 with the
+#      threshold at 96, on there as here; forced on against EAGLE-3 at 1 / 16 too).
 #   kp (~3 min) issue 6: scripts/device/topp_tail_probe.py, where the top-p verify's GPU time goes.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s19.sh cx|aw|ar|kp
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s19.sh cx|aw|ar|ak|kp
 source scripts/device/common.sh
 
 THRESHOLD_BOTH="adaptive-spec:threshold=--adaptive-spec-threshold 384 --adaptive-spec-queue-threshold off"
@@ -60,11 +62,23 @@ ar)
     --system-args "$THRESHOLD_BOTH" > /tmp/tail-ar-aligned.txt
   report ar- logs-ar.tar.xz /tmp/tail-ar-aligned.txt
   ;;
+ak)  # kp, then ar at 64 / 128 / 256 only (what one call of <= 600 s holds with 836 s left)
+  export DEADLINE_S=${DEADLINE_S:-575} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( cd /tmp && timeout 150 python3 "$REPO/scripts/device/topp_tail_probe.py" 5 ) 2>&1 \
+    | grep -v -e UserWarning -e "tl.where" | tee "$OUT/topp-tail-probe.txt"
+  say "probe done"
+  build_pair /tmp/al-8b aligned --preset 8b || exit 3
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  sweep 0 ar-aligned /tmp/al-8b/target /tmp/al-8b/draft-aligned plain,eagle3,adaptive-spec:threshold \
+    --concurrency 64,128,256 --repeat 2 --time-budget-s 5 --time-budget-from 128:6,256:6 \
+    --system-args "$THRESHOLD_BOTH" > /tmp/tail-ar-aligned.txt
+  report ar- logs-ar.tar.xz /tmp/tail-ar-aligned.txt
+  ;;
 kp)  # issue 6: where the top-p verify's GPU time goes (scripts/device/topp_tail_probe.py)
   ( cd /tmp && timeout 200 python3 "$REPO/scripts/device/topp_tail_probe.py" 6 ) 2>&1 \
     | grep -v -e UserWarning -e "tl.where" | tee "$OUT/topp-tail-probe.txt"
   ;;
-*) echo "usage: call_s19.sh cx|aw|ar|kp"; exit 2 ;;
+*) echo "usage: call_s19.sh cx|aw|ar|ak|kp"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
