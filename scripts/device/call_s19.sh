@@ -18,8 +18,9 @@
 # setting this GPU and these drafts call for; it is not a load-adaptive threshold.
 #   ak (~9.5 min) kp, then ar at 64 / 128 / 256 only (1 and 16 ran in session 18 with the
 #      threshold at 96, on there as here; forced on against EAGLE-3 at 1 / 16 too).
+#   gw (~5 min) issue 5's always-wrong column: plain and goodput at 1 / 16 / 64 / 256, 2 pairs.
 #   kp (~3 min) issue 6: scripts/device/topp_tail_probe.py, where the top-p verify's GPU time goes.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s19.sh cx|aw|ar|ak|kp
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s19.sh cx|aw|ar|ak|gw|kp
 source scripts/device/common.sh
 
 THRESHOLD_BOTH="adaptive-spec:threshold=--adaptive-spec-threshold 384 --adaptive-spec-queue-threshold off"
@@ -74,11 +75,20 @@ ak)  # kp, then ar at 64 / 128 / 256 only (what one call of <= 600 s holds with 
     --system-args "$THRESHOLD_BOTH" > /tmp/tail-ar-aligned.txt
   report ar- logs-ar.tar.xz /tmp/tail-ar-aligned.txt
   ;;
+gw)  # issue 5's always-wrong column on the current goodput code (last run in session 16)
+  export DEADLINE_S=${DEADLINE_S:-370} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/rw-8b random --preset 8b || exit 3
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  sweep 0 gw-random /tmp/rw-8b/target /tmp/rw-8b/draft-random plain,adaptive-spec:goodput \
+    --concurrency 1,16,64,256 --repeat 2 --time-budget-s 5 --time-budget-from 256:6 \
+    --system-args "$GOODPUT" > /tmp/tail-gw-random.txt
+  report gw- logs-gw.tar.xz /tmp/tail-gw-random.txt
+  ;;
 kp)  # issue 6: where the top-p verify's GPU time goes (scripts/device/topp_tail_probe.py)
   ( cd /tmp && timeout 200 python3 "$REPO/scripts/device/topp_tail_probe.py" 6 ) 2>&1 \
     | grep -v -e UserWarning -e "tl.where" | tee "$OUT/topp-tail-probe.txt"
   ;;
-*) echo "usage: call_s19.sh cx|aw|ar|ak|kp"; exit 2 ;;
+*) echo "usage: call_s19.sh cx|aw|ar|ak|gw|kp"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
