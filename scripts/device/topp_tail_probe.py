@@ -9,14 +9,22 @@ falls in the top-p band (p(d) < coin <= p(d) / top_p) or whose residual draws mi
 such row per wave sets the kernel's time.
 
 For several input draws this prints, per draw: how many rows are band rows (all, and those up
-to each request's first non-accepted row), the expected number of residual-draw fallbacks, and
-the per-call GPU time (calls replayed from a CUDA graph) of:
+to each request's first non-accepted row), the expected number of residual-draw fallbacks over
+every rejected row (a program runs its row even past its request's first rejection when it
+started before that rejection was flagged), and the per-call GPU time (calls replayed from a
+CUDA graph) of:
   A  the default (top-p by rejection), the draw's coins
-  E  the same with every band coin moved just above p(d) / top_p (no band row takes the exact
-     path; the rows are still rejected, so their residual is sampled): A - E ~ the band rows
-  B  every draft coin 0 (kept drafts accepted on the fast path; only bonus rows sample)
+  E  the same with every band coin moved down to p(d) (band rows accepted on the fast path)
+  B  every draft coin 1e-7 (kept drafts accepted on the fast path, drafts outside the nucleus
+     rejected: mostly bonus rows sample)
   X  top_p_method="exact" (every sampled row searches the threshold)
   T  temperature alone (no top-p)
+Session 19's run (2026-12-01-s19-topp-tail-probe.txt) had E moving band coins UP to just above
+p(d) / top_p (turning accepted band rows into rejections whose residual draws then miss when
+the draft holds most of the nucleus) and B's coins at exactly 0 (a draft outside the nucleus
+then has coin == bound and takes the exact path), so its E and B columns isolate neither; its
+A column was 139-453 us across 5 draws (T 111-132, X 385-762): a few rows on the exact path
+set the time.
 Usage (after common.sh set PYTHONPATH): python3 scripts/device/topp_tail_probe.py [draws]
 """
 
@@ -67,13 +75,13 @@ def main(draws: int, dev: str = "cuda") -> None:
         first_out = torch.where(~fast, torch.arange(STEPS, device=dev), STEPS).min(-1).values
         reached = torch.arange(STEPS, device=dev).unsqueeze(0) <= first_out.unsqueeze(1)
         # each rejected row draws up to 4 times; all missing sends it to the exact path
-        rejected = (~fast) & (~band) & reached
+        # (rows past a request's first rejection included: their programs may run anyway)
+        rejected = (~fast) & (~band)
         fallbacks = float(((1 - hit).clamp(min=0) ** 4 * rejected).sum())
         no_band = coins.clone()
-        lift = torch.clamp(pd / TOP_P * 1.001 + 1e-6, max=0.9999999).float()
-        no_band[:, :STEPS] = torch.where(band, lift, coins[:, :STEPS])
+        no_band[:, :STEPS] = torch.where(band, (pd * (1 - 1e-6)).float(), coins[:, :STEPS])
         zero = coins.clone()
-        zero[:, :STEPS] = 0.0
+        zero[:, :STEPS] = 1e-7
 
         def call(c, top_ps=tps, method=None):
             return lambda: cv.chain_verify_sampling(logits, cand, c, coins_f, temperatures=temps,
