@@ -47,6 +47,11 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
   its prefills), and a cell that looks hopeless is never probed again. So a sync keeps only
   the samples near its lower quartile, a sparse cell may be `optimism(samples)` times too
   slow, and a neighbour of the chosen k is refreshed until it has `trusted_samples`.
+- A k whose expected tokens per step barely exceed 1 (a draft that is always wrong) cannot pay
+  for its draft forwards whatever its step time, yet the optimism above let it look as cheap
+  as a plain step, so it was refreshed every `refresh_interval` decisions for ever (GPU,
+  session 19: goodput 0.949x of plain at 16 requests with the always-wrong draft). Such a k is
+  not probed; k = 1 re-reads the acceptance on a doubling gap instead (`hopeless_gain`).
 - A cell whose samples keep being dropped never fills; probed every 16 steps regardless, it
   cost 0.64x of EAGLE-3 at 128 requests (GPU, session 5). After a few probes of one cell the
   gap to the next one doubles each time.
@@ -346,6 +351,16 @@ class GoodputPolicy:
         self.hopeless_probes = 3  # ... until it has been probed this often and still cannot win
         self.explore_interval = 16
         self.refresh_interval = 1024  # re-measure a non-chosen k of a filled bucket (~0.5%)
+        # A k whose expected tokens per step exceed a plain step's 1 by less than this cannot
+        # pay for its draft forwards and longer verify (measured on the H200: 1.36-3x a plain
+        # step), however its step time reads: it is neither probed nor refreshed. Its
+        # acceptance can only be re-read by drafting, so k = 1 is re-probed for
+        # `cfg.reprobe_steps` steps every `refresh_interval` decisions, the gap doubling up
+        # to 8x while it stays this low (as the threshold policy's re-probes back off).
+        # GPU, session 19 (always-wrong draft, 16 requests): k = 1 was refreshed every 1,024
+        # decisions, 7 steps and a catch-up each, and goodput made 0.949x of plain twice.
+        self.hopeless_gain = 0.05
+        self._accept_probe = (0, self.refresh_interval)  # (decision of the last, gap to the next)
         self.probe_len = 1 + self.min_samples  # one catch-up step (from k=0), then a cell's worth
         self.probe_optimism = 1.4  # probe k only if goodput[k] * this >= the best (well sampled)
         self.free_probes = 4  # probes of a cell at the explore interval; then the gap doubles
@@ -458,7 +473,7 @@ class GoodputPolicy:
                 and self._probe_left == 0 and d % self.explore_interval != 0):
             return reused  # nothing but the acceptance can have moved (see reuse_for)
         decision = self._decide(bucket, acc)
-        if decision.reason not in ("probe", "refresh"):
+        if decision.reason not in ("probe", "refresh", "reprobe"):
             self._reuse = (decision, bucket, self.table.syncs, d + self.reuse_for - 1)
         return decision
 
@@ -515,9 +530,16 @@ class GoodputPolicy:
         if self._decisions % self.explore_interval != 0:
             return None
 
-        def could_win(k: int) -> bool:
-            return k == 0 or self.optimistic_goodput(bucket, k, expected) >= best
+        def drafting_pays(k: int) -> bool:
+            return k == 0 or expected[k] - 1.0 >= self.hopeless_gain
 
+        def could_win(k: int) -> bool:
+            return k == 0 or (drafting_pays(k)
+                              and self.optimistic_goodput(bucket, k, expected) >= best)
+
+        if not any(drafting_pays(k) for k in range(1, self.max_steps + 1)):
+            return self._acceptance_probe()
+        self._accept_probe = (self._accept_probe[0], self.refresh_interval)
         under = [k for k in range(self.max_steps + 1)
                  if self.table.samples(bucket, k) < self.min_samples and could_win(k)
                  and self._probe_due(bucket, k)]
@@ -538,7 +560,8 @@ class GoodputPolicy:
             cur = self._current
             others = [k for k in {0, cur - 1, cur + 1}
                       if 0 <= k <= self.max_steps and k != cur
-                      and (could_win(k) or (self.table.samples(bucket, k) < self.trusted_samples
+                      and (could_win(k) or (drafting_pays(k)
+                                            and self.table.samples(bucket, k) < self.trusted_samples
                                             and self._probes.get((bucket, k), (0, 0))[0]
                                             < self.hopeless_probes))]
             if not others:
@@ -549,12 +572,24 @@ class GoodputPolicy:
             self._probe_reason = "refresh"
         else:
             return None
-        self._probe_k = k
-        self._probe_left = self.probe_len - 1
         started, _ = self._probes.get((bucket, k), (0, 0))
         self._probes[(bucket, k)] = (started + 1, self._decisions)
-        self._sync_after_probe = self._decisions + self.probe_len + 1
+        return self._start_probe(k, self.probe_len)
+
+    def _start_probe(self, k: int, length: int) -> int:
+        self._probe_k = k
+        self._probe_left = length - 1
+        self._sync_after_probe = self._decisions + length + 1
         return k
+
+    def _acceptance_probe(self) -> Optional[int]:
+        """k = 1 for a few steps, on a doubling gap, while no k can pay (`hopeless_gain`)."""
+        last, gap = self._accept_probe
+        if self._decisions - last < gap:
+            return None
+        self._accept_probe = (self._decisions, min(gap * 2, 8 * self.refresh_interval))
+        self._probe_reason = "reprobe"
+        return self._start_probe(1, max(1, self.cfg.reprobe_steps))
 
     def _probe_due(self, bucket: int, k: int) -> bool:
         """Whether an under-sampled cell may be probed now. After `free_probes` probes the gap

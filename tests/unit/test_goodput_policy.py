@@ -819,7 +819,7 @@ def test_refreshes_of_filled_cells_have_their_own_reason():
     seen = []
     orig = ctl.policy.decide
     ctl.policy.decide = lambda snap, acc: seen.append(orig(snap, acc)) or seen[-1]
-    simulate(ctl, 64, 0.0, 6000, random.Random(4))
+    simulate(ctl, 64, 0.3, 6000, random.Random(4))  # plain chosen, k = 1 could still pay
     reasons = {d.reason for d in seen}
     assert {"probe", "refresh", "cost_model"} <= reasons
     refreshes = [i for i, d in enumerate(seen) if d.reason == "refresh"]
@@ -827,6 +827,36 @@ def test_refreshes_of_filled_cells_have_their_own_reason():
     # refresh interval
     assert refreshes and (refreshes[0] + 1) % ctl.policy.refresh_interval == 0
     assert sum(1 for d in seen[refreshes[0]:refreshes[0] + 10] if d.reason == "refresh") == ctl.policy.probe_len
+
+
+def test_a_draft_that_cannot_pay_is_only_reprobed_on_a_doubling_gap():
+    """GPU, session 19 (always-wrong draft, 16 requests): k = 1 was refreshed every 1,024
+    decisions (its optimistic step time reached a plain step's, and 1 + a sliver of expected
+    tokens then "could win"), 7 steps and a catch-up each: goodput 0.949x of plain in both
+    repeats. Now no k is probed for its step time while the acceptance says none can pay;
+    k = 1 re-reads the acceptance for `reprobe_steps` steps, the gap doubling to 8x."""
+    ctl = make_ctl()
+    seen = []
+    orig = ctl.policy.decide
+    ctl.policy.decide = lambda snap, acc: seen.append(orig(snap, acc)) or seen[-1]
+    simulate(ctl, 16, 0.0, 24000, random.Random(5))
+    late = [(i, d) for i, d in enumerate(seen) if i >= 1000 and d.steps > 0]
+    assert {d.reason for _, d in late} == {"reprobe"}
+    starts = [i for i, d in late if seen[i - 1].reason != "reprobe"]
+    assert [b - a for a, b in zip(starts, starts[1:])] == [2048, 4096, 8192, 8192]
+    assert len(late) == len(starts) * ctl.cfg.reprobe_steps
+    # before: a 7-step refresh every 1,024 decisions, 161 drafting steps over these 23,000
+    assert len(late) == 20
+
+
+def test_a_draft_that_turns_good_is_noticed_at_the_next_reprobe():
+    ctl = make_ctl()
+    rng = random.Random(6)
+    simulate(ctl, 1, 0.0, 3000, rng)
+    chosen = simulate(ctl, 1, 0.9, 5000, rng)
+    # the acceptance is re-read within one gap (at most 8 x 1,024 decisions), then the cost
+    # model drafts again (k = 3 is best at one request with p = 0.9)
+    assert chosen[-500:].count(3) >= 450
 
 
 @pytest.mark.parametrize("probes, refreshed", [(2, True), (3, False)])
