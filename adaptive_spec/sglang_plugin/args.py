@@ -55,7 +55,7 @@ _FLAGS = {
         "'off' drafts whatever the acceptance).",
     ),
     "reprobe_interval": (int, "M", "Decode steps before the first acceptance re-probe while off for low acceptance (default 256); the gap doubles after each re-probe that leaves drafting off, up to 8x."),
-    "reprobe_steps": (int, "P", "Drafting steps per re-probe (default 4)."),
+    "reprobe_steps": (int, "P", "Drafting steps per acceptance re-probe, threshold and goodput policies (default 4)."),
     "max_steps": (
         int,
         "K",

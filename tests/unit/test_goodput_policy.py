@@ -851,12 +851,23 @@ def test_a_draft_that_cannot_pay_is_only_reprobed_on_a_doubling_gap():
 
 def test_a_draft_that_turns_good_is_noticed_at_the_next_reprobe():
     ctl = make_ctl()
+    seen = []
+    orig = ctl.policy.decide
+    ctl.policy.decide = lambda snap, acc: seen.append(orig(snap, acc)) or seen[-1]
     rng = random.Random(6)
-    simulate(ctl, 1, 0.0, 3000, rng)
-    chosen = simulate(ctl, 1, 0.9, 5000, rng)
-    # the acceptance is re-read within one gap (at most 8 x 1,024 decisions), then the cost
-    # model drafts again (k = 3 is best at one request with p = 0.9)
-    assert chosen[-500:].count(3) >= 450
+    simulate(ctl, 16, 0.0, 3000, rng)
+    assert seen[-1].steps == 0 and "reprobe" in {d.reason for d in seen}
+    before = len(seen)
+    chosen = simulate(ctl, 16, 0.9, 3000, rng)
+    after = seen[before:]
+    # nothing drafts until the next re-probe (the gap is 2,048 decisions by then) ...
+    first = next(i for i, d in enumerate(after) if d.steps > 0)
+    assert after[first].reason == "reprobe"
+    # ... whose 4 steps re-read the acceptance: the policy probes and drafts again right after
+    settled = next(i for i, d in enumerate(after) if d.reason == "cost_model" and d.steps > 0)
+    assert settled - first < 64
+    assert true_goodput(16, 0.9, max(set(chosen[-500:]), key=chosen[-500:].count)) >= \
+        0.97 * true_goodput(16, 0.9, true_best_k(16, 0.9))
 
 
 @pytest.mark.parametrize("probes, refreshed", [(2, True), (3, False)])
