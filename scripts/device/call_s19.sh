@@ -19,8 +19,10 @@
 #   ak (~9.5 min) kp, then ar at 64 / 128 / 256 only (1 and 16 ran in session 18 with the
 #      threshold at 96, on there as here; forced on against EAGLE-3 at 1 / 16 too).
 #   gw (~5 min) issue 5's always-wrong column: plain and goodput at 1 / 16 / 64 / 256, 2 pairs.
+#   g5 / g9 (~8 min each; prepared, not run) issue 5's dial-0.5 / dial-0.9 columns: plain, eagle3,
+#      goodput at 1 / 16 / 64 / 256, 2 pairs (last run in sessions 13-16).
 #   kp (~3 min) issue 6: scripts/device/topp_tail_probe.py, where the top-p verify's GPU time goes.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s19.sh cx|aw|ar|ak|gw|kp
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s19.sh cx|aw|ar|ak|gw|g5|g9|kp
 source scripts/device/common.sh
 
 THRESHOLD_BOTH="adaptive-spec:threshold=--adaptive-spec-threshold 384 --adaptive-spec-queue-threshold off"
@@ -84,11 +86,21 @@ gw)  # issue 5's always-wrong column on the current goodput code (last run in se
     --system-args "$GOODPUT" > /tmp/tail-gw-random.txt
   report gw- logs-gw.tar.xz /tmp/tail-gw-random.txt
   ;;
+g5|g9)  # issue 5's dial-0.5 / dial-0.9 column on the current goodput code (prepared, not run)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  dial=0.${1#g}
+  build_pair /tmp/dial-8b "dial:$dial" --preset 8b || exit 3
+  say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+  sweep 0 "$1-dial" /tmp/dial-8b/target "/tmp/dial-8b/draft-dial-$dial" plain,eagle3,adaptive-spec:goodput \
+    --concurrency 1,16,64,256 --repeat 2 --time-budget-s 5 --time-budget-from 256:6 \
+    --system-args "$GOODPUT" > "/tmp/tail-$1-dial.txt"
+  report "$1-" "logs-$1.tar.xz" "/tmp/tail-$1-dial.txt"
+  ;;
 kp)  # issue 6: where the top-p verify's GPU time goes (scripts/device/topp_tail_probe.py)
   ( cd /tmp && timeout 200 python3 "$REPO/scripts/device/topp_tail_probe.py" 6 ) 2>&1 \
     | grep -v -e UserWarning -e "tl.where" | tee "$OUT/topp-tail-probe.txt"
   ;;
-*) echo "usage: call_s19.sh cx|aw|ar|ak|gw|kp"; exit 2 ;;
+*) echo "usage: call_s19.sh cx|aw|ar|ak|gw|g5|g9|kp"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
