@@ -309,13 +309,18 @@ def add_ratios(rows: List[dict]) -> None:
         r["tok_s_vs_envelope"] = round(re_, 4) if re_ is not None else None
 
 
+def _var(xs: Sequence[float]) -> float:
+    """Sample variance (n - 1 in the denominator; needs two values)."""
+    m = sum(xs) / len(xs)
+    return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+
+
 def _mean_ci95(qs: Sequence[float]) -> tuple:
     """(mean, half-width of its 95% t interval; None with one value)."""
     m = sum(qs) / len(qs)
     if len(qs) < 2:
         return m, None
-    sd = (sum((q - m) ** 2 for q in qs) / (len(qs) - 1)) ** 0.5
-    return m, _t95(len(qs) - 1) * sd / len(qs) ** 0.5
+    return m, _t95(len(qs) - 1) * (_var(qs) / len(qs)) ** 0.5
 
 
 def paired_ratios(rows: Sequence[dict], reference: Sequence[str] = ("plain",)) -> List[dict]:
@@ -382,11 +387,6 @@ def means_vs_envelope(rows: Sequence[dict], reference: Sequence[str] = ("plain",
             row["request_rate"] = rate
         out.append(row)
     return out
-
-
-def _var(xs: Sequence[float]) -> float:
-    m = sum(xs) / len(xs)
-    return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
 
 
 def pooled_pairs(runs: Sequence[Sequence[dict]], systems: Sequence[str],

@@ -537,7 +537,7 @@ class GoodputPolicy:
             return k == 0 or (drafting_pays(k)
                               and self.optimistic_goodput(bucket, k, expected) >= best)
 
-        if not any(drafting_pays(k) for k in range(1, self.max_steps + 1)):
+        if not drafting_pays(self.max_steps):  # E_k grows with k: then no k pays
             return self._acceptance_probe()
         self._accept_probe = (self._accept_probe[0], self.refresh_interval)
         under = [k for k in range(self.max_steps + 1)

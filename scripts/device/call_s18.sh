@@ -71,14 +71,7 @@ cx)
   sweep_two cx- logs-cx.tar.xz dense /tmp/soak-8b/draft-dial-0.7 moe /tmp/moe-16/draft-dial-0.7 \
     plain,eagle3,adaptive-spec:goodput --concurrency 32,64,128 --repeat 3 --time-budget-s 8 \
     --time-budget-from 128:8 --system-args "$GOODPUT"
-  python3 - "$OUT"/sweep-cx-*.json <<'PY'
-import json, sys
-for path in sys.argv[1:]:  # the goodput server's step-time table, prefill term and batch fit at the end
-    fs = json.load(open(path))["systems"]["adaptive-spec:goodput"].get("final_status") or [{}]
-    cm = fs[0].get("cost_model") or {}
-    for key in ("step_ms", "step_samples", "prefill_ms_admitted_tokens_per_step", "prefill_batch_fit_ms"):
-        print(path.split("/")[-1], key, json.dumps(cm.get(key)))
-PY
+  goodput_cost_model "$OUT"/sweep-cx-*.json
   ;;
 *) echo "usage: call_s18.sh t3|t2|fo|cx"; exit 2 ;;
 esac

@@ -279,3 +279,16 @@ for path in sys.argv[1:]:
               f'lag p99 {r.get("client_loop_lag_ms_p99")} ms')
 PY
 }
+
+# The goodput server's final step-time table, prefill term and prefill batch fit, from the sweep
+# JSONs given (rank 0's final status)
+goodput_cost_model() {
+  python3 - "$@" <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    fs = json.load(open(path))["systems"]["adaptive-spec:goodput"].get("final_status") or [{}]
+    cm = fs[0].get("cost_model") or {}
+    for key in ("step_ms", "step_samples", "prefill_ms_admitted_tokens_per_step", "prefill_batch_fit_ms"):
+        print(path.split("/")[-1], key, json.dumps(cm.get(key)))
+PY
+}
