@@ -1043,6 +1043,7 @@ class Sweep:
         n0 = len(self.rows)
         await self.measure_level(sp, lv)
         await self._scrape_metrics(sp, label)
+        await self._level_cost_model(sp, self.rows[n0:])
         self.write()
         new = self.rows[n0:]
         msg = "; ".join(_row_text(r) for r in new)
@@ -1071,6 +1072,24 @@ class Sweep:
                 "decide_cpu_us_p99", "decide_policy_cpu_us_p50", "decide_policy_cpu_us_p99",
                 "decide_selftest", "rank_check", "fallback"))
 
+    async def _level_cost_model(self, sp: ServerProcess, new_rows: list) -> None:
+        """The goodput server's step-time table and prefill term as they stood after this level
+        (rank 0), kept with the system: the final table alone cannot say what the policy read
+        when it chose at 128 requests (session 18, TP = 2: k = 2 there on 120 of 127 steady
+        steps, plain ahead on the final table)."""
+        if not sp.name.startswith("adaptive-spec") or not new_rows:
+            return
+        async with self.client(sp) as cl:
+            code, obj = await cl.get_json(lg.STATUS_PATH, timeout=10.0)
+        model = ((lg.status_ranks(obj, ("cost_model",)) or [{}])[0].get("cost_model")
+                 if code == 200 else None)
+        if not isinstance(model, dict):
+            return
+        row = new_rows[-1]
+        entry = {"concurrency": row.get("concurrency"), "repeat": row.get("repeat", 0)}
+        entry.update({k: model[k] for k in LEVEL_COST_MODEL_KEYS if k in model})
+        self.systems_info[sp.name].setdefault("level_cost_model", []).append(entry)
+
     async def _scrape_metrics(self, sp: ServerProcess, label: str) -> None:
         """Append the server's adaptive-spec and speculative series from /metrics (once per
         level, after it, so the scrape never overlaps a measurement)."""
@@ -1085,6 +1104,10 @@ class Sweep:
             f.write(f"# {time.strftime('%H:%M:%S')} {label}\n")
             f.write("".join(ln + "\n" for ln in keep))
 
+
+# what `_level_cost_model` keeps of the goodput status's cost model after each level (~1 KB)
+LEVEL_COST_MODEL_KEYS = ("step_ms", "step_samples", "prefill_ms_admitted_tokens_per_step",
+                         "last_goodput_tok_per_s_per_req")
 
 # /metrics series kept by --metrics-out: ours, and SGLang's speculative / load gauges.
 METRIC_PREFIXES = ("adaptive_spec", "sglang:spec", "sglang:num_running_reqs",

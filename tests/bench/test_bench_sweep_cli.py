@@ -57,6 +57,11 @@ def test_sweep_starts_four_systems_and_writes_valid_json(tmp_path, fake_env, mod
     # what the adaptive server reported after the last level is kept with the system
     assert "steps_histogram" in res["systems"]["adaptive-spec:threshold"]["final_status"][0]
     assert "final_status" not in res["systems"]["plain"]
+    # ... and its cost model after each level, in the order run (plain has none)
+    levels = res["systems"]["adaptive-spec:threshold"]["level_cost_model"]
+    assert [e["concurrency"] for e in levels] == [1, 4]
+    assert levels[0]["step_ms"] == {"1": {"0": 3.0, "3": 4.5}} and "prefill_batch_fit_ms" not in levels[0]
+    assert "level_cost_model" not in res["systems"]["plain"]
     # a system's own steps (--system-steps) reach its command line and the result
     assert "--speculative-num-steps 5" in (tmp_path / "logs" / "server-adaptive-spec_threshold.log").read_text()
     assert res["systems"]["adaptive-spec:threshold"]["spec_steps"] == 5

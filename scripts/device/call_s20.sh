@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# GPU machine nvidia-h200-x2 (two H200s: lent in session 20, 2026-12-01).
+#   t2 (~9 min) issue 9: the same-run TP = 2 sweep on the current code (session 18's `t2` ran
+#      before the goodput changes of sessions 18-19 on one GPU): plain, eagle3, goodput at 1 /
+#      16 / 64 / 128 / 256, dial 0.7, 2 paired repeats, with longer steady windows at 64-256
+#      (8-9 s instead of 5-6: session 18's 128 / 256 levels held ~100-200 of their requests in
+#      decode, one request lifetime); the goodput table after every level (`level_cost_model`);
+#      lossless vs plain; the two ranks' decision digests compared.
+#   gg (~8 min) issue 5's dial-0.5 and dial-0.9 columns at once, one per GPU (call_s19.sh g5 / g9
+#      on one GPU each): plain, eagle3, goodput at 1 / 16 / 64 / 256, 2 pairs.
+#   wm (~8 min) GPU 0: issue 5's always-wrong column on the goodput code of 4f52a1d (not yet run
+#      on a GPU; call_s19.sh gw). GPU 1: issue 10's MoE layout (16 layers, dial 0.7) at 1 / 16 /
+#      64 in 3 paired repeats (call_s16.sh mp's first half, never run).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s20.sh t2|gg|wm
+source scripts/device/common.sh
+
+GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
+say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+case "${1:-}" in
+t2)
+  export DEADLINE_S=${DEADLINE_S:-565} ADAPTIVE_SPEC_RANK_CHECK_EVERY=512 NCCL_NVLS_ENABLE=0 ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/soak-8b dial:0.7 --preset 8b ) || exit 3
+  say "model built"
+  sweep 0,1 tp2-long /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput --server-arg "--tp-size 2" --concurrency 1,16,64,128,256 \
+    --repeat 2 --time-budget-s 4 --time-budget-from 16:5,64:8,128:9,256:9 --system-args "$GOODPUT" \
+    > /tmp/tail-tp2-long.txt
+  report tp2- logs-t2.tar.xz /tmp/tail-tp2-long.txt
+  for f in /tmp/logs-tp2-long/server-adaptive-spec_*.log; do python3 "$REPO/scripts/device/rank_check.py" "$f"; done
+  goodput_cost_model "$OUT"/sweep-tp2-long.json
+  ;;
+gg)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_two_pairs /tmp/d5-8b dial:0.5 /tmp/d9-8b dial:0.9 --preset 8b
+  sweep_two g- logs-gg.tar.xz dial-0.5 /tmp/d5-8b/draft-dial-0.5 dial-0.9 /tmp/d9-8b/draft-dial-0.9 \
+    plain,eagle3,adaptive-spec:goodput --concurrency 1,16,64,256 --repeat 2 --time-budget-s 5 \
+    --time-budget-from 256:6 --system-args "$GOODPUT"
+  goodput_cost_model "$OUT"/sweep-g-*.json
+  ;;
+wm)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/rw-8b random --preset 8b ) & p0=$!
+  ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16 dial:0.7 --preset qwen3-moe --layers 16 ) & p1=$!
+  { wait $p0 && wait $p1; } || { tail -30 "$OUT/build.log"; exit 3; }
+  say "models built"
+  sweep 0 wm-random /tmp/rw-8b/target /tmp/rw-8b/draft-random plain,adaptive-spec:goodput \
+    --concurrency 1,16,64,256 --repeat 2 --time-budget-s 5 --time-budget-from 256:6 \
+    --system-args "$GOODPUT" > /tmp/tail-wm-random.txt &
+  sweep 1 wm-moe /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 plain,eagle3,adaptive-spec:goodput \
+    --concurrency 1,16,64 --repeat 3 --time-budget-s 6 --start-timeout-s 360 \
+    --system-args "$GOODPUT" > /tmp/tail-wm-moe.txt
+  wait
+  report wm- logs-wm.tar.xz /tmp/tail-wm-random.txt /tmp/tail-wm-moe.txt
+  goodput_cost_model "$OUT"/sweep-wm-*.json
+  ;;
+*) echo "usage: call_s20.sh t2|gg|wm"; exit 2 ;;
+esac
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$1"
+say "done $1"
