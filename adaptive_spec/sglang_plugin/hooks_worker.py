@@ -55,14 +55,37 @@ def tp_mean_reducer():
         return None
     if group.world_size <= 1:
         return None
-    import torch
+    return MeanReducer(group.cpu_group, group.world_size)
 
-    def reduce_mean(values):
+
+class MeanReducer:
+    """All-reduce mean of a list of floats over a torch.distributed group: `reducer(values)`
+    blocks; `reducer.start(values).wait()` lets the caller go on meanwhile (the goodput policy
+    merges the result a few decisions later, `GoodputPolicy.sync_lag`). Every rank must start
+    its all-reduces in the same order, which the policy's fixed decision counts give."""
+
+    def __init__(self, cpu_group, world_size: int):
+        self.cpu_group = cpu_group
+        self.world_size = world_size
+
+    def __call__(self, values):
+        return self.start(values).wait()
+
+    def start(self, values) -> "_PendingMean":
+        import torch
+
         t = torch.tensor(values, dtype=torch.float64)
-        torch.distributed.all_reduce(t, group=group.cpu_group)
-        return (t / group.world_size).tolist()
+        work = torch.distributed.all_reduce(t, group=self.cpu_group, async_op=True)
+        return _PendingMean(work, t, self.world_size)
 
-    return reduce_mean
+
+class _PendingMean:
+    def __init__(self, work, summed, world_size: int):
+        self.work, self.summed, self.world_size = work, summed, world_size
+
+    def wait(self) -> list:
+        self.work.wait()
+        return (self.summed / self.world_size).tolist()
 
 
 def tp_rank_of(worker) -> int:

@@ -130,23 +130,50 @@ def test_table_estimates_unmeasured_cells_from_neighbours():
     assert table.estimate(bucket_of(64), 1) is None or table.estimate(bucket_of(64), 1) > 0
 
 
-def test_every_rank_makes_the_same_decisions_from_different_local_timings():
+class _ThreadRanksMean:
+    """Simulated TP ranks (threads): an all-reduce mean, blocking (call) or started now and
+    waited for later (`start`, as the server's `MeanReducer`)."""
+
+    def __init__(self, ranks: int, asynchronous: bool):
+        self.ranks, self.asynchronous = ranks, asynchronous
+        self.barrier = threading.Barrier(ranks)
+        self.slots = [None] * ranks
+        self.started = [0] * ranks  # all-reduces started per rank
+
+    def for_rank(self, r):
+        def reduce_mean(values):
+            return start(values).wait()
+
+        def start(values):
+            self.started[r] += 1
+            mine = list(values)
+
+            class Handle:
+                def wait(_):
+                    self.slots[r] = mine
+                    self.barrier.wait(timeout=30)
+                    merged = [sum(col) / self.ranks for col in zip(*self.slots)]
+                    self.barrier.wait(timeout=30)
+                    return merged
+
+            return Handle()
+
+        if self.asynchronous:
+            reduce_mean.start = start
+        return reduce_mean
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_every_rank_makes_the_same_decisions_from_different_local_timings(asynchronous):
     """Simulated TP ranks: same batches and acceptance (rank-identical), different measured
-    times (noise, one rank 10% slower); the reducer is an all-reduce mean across them."""
+    times (noise, one rank 10% slower); the reducer is an all-reduce mean across them, blocking
+    or merged `sync_lag` decisions after it started (the server's)."""
     ranks = 3
-    barrier = threading.Barrier(ranks)
-    slots = [None] * ranks
+    reducers = _ThreadRanksMean(ranks, asynchronous)
     out = [None] * ranks
 
     def make_reducer(r):
-        def reduce_mean(values):
-            slots[r] = list(values)
-            barrier.wait(timeout=30)
-            merged = [sum(col) / ranks for col in zip(*slots)]
-            barrier.wait(timeout=30)
-            return merged
-
-        return reduce_mean
+        return reducers.for_rank(r)
 
     def run(r):
         ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3), rank=r, reducer=make_reducer(r))
@@ -174,6 +201,38 @@ def test_every_rank_makes_the_same_decisions_from_different_local_timings():
     assert out[0] == out[1] == out[2]
     assert len(set(out[0][0])) > 1  # it did adapt between the two loads
     assert out[0][1]["decisions"] == 1200  # the digest the GPU run compares across ranks
+    assert reducers.started[0] >= 1200 // 32  # ... and it did sync through the reducer
+
+
+def test_an_asynchronous_sync_is_merged_sync_lag_decisions_after_it_started():
+    """The table a decision reads: the samples of a sync started at decision d appear at
+    d + sync_lag, not before (every rank merges at the same decision)."""
+    log = []  # (what, decision #)
+
+    class Later:
+        def __call__(self, values):
+            raise AssertionError("an asynchronous reducer is not called blocking")
+
+        def start(self, values):
+            log.append(("start", pol._decisions))
+            return type("H", (), {"wait": lambda _self: (log.append(("wait", pol._decisions)), values)[1]})()
+
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3), reducer=Later())
+    acc, snap, cell = AcceptanceStats(), LoadSnapshot(running=8), (bucket_of(8), 0)
+    for _ in range(pol.sync_interval - 1):
+        pol.decide(snap, acc)
+    before = pol.table.samples(*cell)
+    pol.observe_step_time(8, 0, 0.010)
+    pol.decide(snap, acc)  # decision 32: a sync starts with that sample
+    assert log[-1] == ("start", 32)
+    for _ in range(pol.sync_lag - 1):
+        pol.decide(snap, acc)
+    assert log[-1] == ("start", 32) and pol.table.samples(*cell) == before  # decision 35: not yet
+    pol.decide(snap, acc)  # decision 36 = 32 + sync_lag
+    assert log[-1] == ("wait", 32 + pol.sync_lag) and pol.table.samples(*cell) == before + 1
+    # every start was waited for sync_lag decisions later, in order
+    starts = [d for what, d in log if what == "start"]
+    assert [d for what, d in log if what == "wait"] == [d + pol.sync_lag for d in starts]
 
 
 def test_rank_check_digest_differs_when_one_decision_differs(caplog, monkeypatch):
