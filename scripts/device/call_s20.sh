@@ -18,11 +18,23 @@
 #      full catch-up under sampling (never run on a GPU): EAGLE-3 and drafting forced to flap
 #      every 8 steps, temperature 0.7 + top-p 0.9, 16 / 64 requests, one pass; the acceptance by
 #      round since re-entry is in the report.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s20.sh t2|td|gg|wm
+#   ws (~8 min) wm's GPU-0 half alone (one GPU: x2 was no longer lent after t2).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s20.sh t2|td|gg|wm|ws
 source scripts/device/common.sh
 
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+
+# GPU 0: goodput's always-wrong column, then the full catch-up under sampling (flapping every 8
+# steps against EAGLE-3, temperature 0.7 + top-p 0.9)
+wrong_then_flap() {
+  sweep 0 wm-random /tmp/rw-8b/target /tmp/rw-8b/draft-random plain,adaptive-spec:goodput \
+    --concurrency 1,16,64,256 --repeat 2 --time-budget-s 5 --time-budget-from 256:6 \
+    --system-args "$GOODPUT" > /tmp/tail-wm-random.txt
+  sweep 0 wm-flap-sampling /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 eagle3,adaptive-spec:flap8 \
+    --concurrency 16,64 --time-budget-s 6 --temperature 0.7 --top-p 0.9 --warmup-tokens 64 \
+    --system-args "adaptive-spec:flap8=--adaptive-spec-force flap:8" > /tmp/tail-wm-flap.txt
+}
 case "${1:-}" in
 t2)
   export DEADLINE_S=${DEADLINE_S:-565} ADAPTIVE_SPEC_RANK_CHECK_EVERY=512 NCCL_NVLS_ENABLE=0 ADAPTIVE_SPEC_WARM_SAMPLING=0
@@ -67,12 +79,7 @@ wm)
   ( export CUDA_VISIBLE_DEVICES=1; build_pair /tmp/moe-16 dial:0.7 --preset qwen3-moe --layers 16 ) & p1=$!
   { wait $p0 && wait $p1; } || { tail -30 "$OUT/build.log"; exit 3; }
   say "models built"
-  sweep 0 wm-random /tmp/rw-8b/target /tmp/rw-8b/draft-random plain,adaptive-spec:goodput \
-    --concurrency 1,16,64,256 --repeat 2 --time-budget-s 5 --time-budget-from 256:6 \
-    --system-args "$GOODPUT" > /tmp/tail-wm-random.txt \
-  && sweep 0 wm-flap-sampling /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 eagle3,adaptive-spec:flap8 \
-    --concurrency 16,64 --time-budget-s 6 --temperature 0.7 --top-p 0.9 --warmup-tokens 64 \
-    --system-args "adaptive-spec:flap8=--adaptive-spec-force flap:8" > /tmp/tail-wm-flap.txt &
+  wrong_then_flap &
   sweep 1 wm-moe /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 plain,eagle3,adaptive-spec:goodput \
     --concurrency 1,16,64 --repeat 3 --time-budget-s 6 --start-timeout-s 360 \
     --system-args "$GOODPUT" > /tmp/tail-wm-moe.txt
@@ -80,7 +87,16 @@ wm)
   report wm- logs-wm.tar.xz /tmp/tail-wm-random.txt /tmp/tail-wm-flap.txt /tmp/tail-wm-moe.txt
   goodput_cost_model "$OUT"/sweep-wm-*.json
   ;;
-*) echo "usage: call_s20.sh t2|td|gg|wm"; exit 2 ;;
+ws)  # wm's GPU-0 half alone, on a machine of one GPU
+  export DEADLINE_S=${DEADLINE_S:-540} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( build_pair /tmp/rw-8b random --preset 8b && build_pair /tmp/soak-8b dial:0.7 --preset 8b ) \
+    || { tail -30 "$OUT/build.log"; exit 3; }
+  say "models built"
+  wrong_then_flap
+  report wm- logs-ws.tar.xz /tmp/tail-wm-random.txt /tmp/tail-wm-flap.txt
+  goodput_cost_model "$OUT"/sweep-wm-random.json
+  ;;
+*) echo "usage: call_s20.sh t2|td|gg|wm|ws"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
