@@ -19,7 +19,11 @@
 #      every 8 steps, temperature 0.7 + top-p 0.9, 16 / 64 requests, one pass; the acceptance by
 #      round since re-entry is in the report.
 #   ws (~8 min) wm's GPU-0 half alone (one GPU: x2 was no longer lent after t2).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s20.sh t2|td|gg|wm|ws
+#   fs (~7 min) issue 3's full catch-up under sampling (ws's flapping every 8 steps re-entered
+#      through SGLang's catch-up, auto's choice under 32 stale positions): EAGLE-3, flapping every
+#      8 steps with the full catch-up forced, flapping every 64 (auto: full), temperature 0.7 +
+#      top-p 0.9, 16 / 64 requests; then issue 6's top-p probe (call_s19.sh kp, fixed since).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s20.sh t2|td|gg|wm|ws|fs
 source scripts/device/common.sh
 
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
@@ -96,7 +100,22 @@ ws)  # wm's GPU-0 half alone, on a machine of one GPU
   report wm- logs-ws.tar.xz /tmp/tail-wm-random.txt /tmp/tail-wm-flap.txt
   goodput_cost_model "$OUT"/sweep-wm-random.json
   ;;
-*) echo "usage: call_s20.sh t2|td|gg|wm|ws"; exit 2 ;;
+fs)  # issue 3: the FULL catch-up under sampling (ws's flap8 re-entered through SGLang's catch-up:
+     # 8 stale positions a request, under auto's 32), then issue 6's top-p probe
+  export DEADLINE_S=${DEADLINE_S:-500} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  sweep 0 fs-sampling /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    eagle3,adaptive-spec:flap8-full,adaptive-spec:flap64 --concurrency 16,64 --time-budget-s 6 \
+    --temperature 0.7 --top-p 0.9 --warmup-tokens 64 \
+    --system-args "adaptive-spec:flap8-full=--adaptive-spec-force flap:8 --adaptive-spec-catchup full" \
+    --system-args "adaptive-spec:flap64=--adaptive-spec-force flap:64" > /tmp/tail-fs.txt
+  report fs- logs-fs.tar.xz /tmp/tail-fs.txt
+  say "sweep done"
+  ( cd /tmp && timeout $(( $(left) - 15 )) python3 "$REPO/scripts/device/topp_tail_probe.py" 6 ) 2>&1 \
+    | grep -v -e UserWarning -e "tl.where" | tee "$OUT/topp-tail-probe.txt"
+  ;;
+*) echo "usage: call_s20.sh t2|td|gg|wm|ws|fs"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
