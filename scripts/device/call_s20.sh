@@ -23,7 +23,9 @@
 #      through SGLang's catch-up, auto's choice under 32 stale positions): EAGLE-3, flapping every
 #      8 steps with the full catch-up forced, flapping every 64 (auto: full), temperature 0.7 +
 #      top-p 0.9, 16 / 64 requests; then issue 6's top-p probe (call_s19.sh kp, fixed since).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s20.sh t2|td|gg|wm|ws|fs
+#   w6 (~4 min) ws's 64-request level again (goodput 0.727x / 0.974x of plain, off throughout):
+#      plain, forced off, goodput on the always-wrong pair, 3 pairs.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s20.sh t2|td|gg|wm|ws|fs|w6
 source scripts/device/common.sh
 
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
@@ -115,7 +117,17 @@ fs)  # issue 3: the FULL catch-up under sampling (ws's flap8 re-entered through 
   ( cd /tmp && timeout $(( $(left) - 15 )) python3 "$REPO/scripts/device/topp_tail_probe.py" 6 ) 2>&1 \
     | grep -v -e UserWarning -e "tl.where" | tee "$OUT/topp-tail-probe.txt"
   ;;
-*) echo "usage: call_s20.sh t2|td|gg|wm|ws|fs"; exit 2 ;;
+w6)  # ws's 64-request level again (goodput read 0.727x / 0.974x of plain there, off on every
+     # steady step): plain, forced off, goodput on the always-wrong pair, 3 pairs, 6-s windows
+  export DEADLINE_S=${DEADLINE_S:-300} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/rw-8b random --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  sweep 0 w6-random /tmp/rw-8b/target /tmp/rw-8b/draft-random \
+    plain,adaptive-spec:forced-off,adaptive-spec:goodput --concurrency 64 --repeat 3 \
+    --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-w6.txt
+  report w6- logs-w6.tar.xz /tmp/tail-w6.txt
+  ;;
+*) echo "usage: call_s20.sh t2|td|gg|wm|ws|fs|w6"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
