@@ -54,8 +54,10 @@ t2)
   for f in /tmp/logs-tp2-long/server-adaptive-spec_*.log; do python3 "$REPO/scripts/device/rank_check.py" "$f"; done
   goodput_cost_model "$OUT"/sweep-tp2-long.json
   ;;
-td)
+td)  # with the phase clocks on in every server (wall ms per decode step by scheduler phase, a level
+     # = one busy window): where a TP = 2 step of ours spends what EAGLE-3's / plain's does not
   export DEADLINE_S=${DEADLINE_S:-565} ADAPTIVE_SPEC_RANK_CHECK_EVERY=512 NCCL_NVLS_ENABLE=0 ADAPTIVE_SPEC_WARM_SAMPLING=0
+  export ADAPTIVE_SPEC_PHASE_TIMING=1
   ( export CUDA_VISIBLE_DEVICES=0; build_pair /tmp/soak-8b dial:0.7 --preset 8b ) || exit 3
   say "model built"
   sweep 0,1 tp2-paths /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
@@ -63,6 +65,7 @@ td)
     --server-arg "--tp-size 2" --concurrency 16,128 --repeat 3 --time-budget-s 5 \
     --time-budget-from 128:7 --system-args "$GOODPUT" > /tmp/tail-tp2-paths.txt
   report tp2- logs-td.tar.xz /tmp/tail-tp2-paths.txt
+  phases /tmp/logs-tp2-paths
   for f in /tmp/logs-tp2-paths/server-adaptive-spec_goodput.log; do python3 "$REPO/scripts/device/rank_check.py" "$f"; done
   python3 - "$OUT"/sweep-tp2-paths.json <<'PY'
 import json, sys
