@@ -8,15 +8,18 @@ import socket
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 RANK_SCRIPT = textwrap.dedent("""
-    import datetime, json, os, random, sys
+    import datetime, json, os, sys
     import torch.distributed as dist
     from adaptive_spec.config import AdaptiveSpecConfig
     from adaptive_spec.controller import Controller
     from adaptive_spec.sglang_plugin.hooks_worker import MeanReducer
 
     rank, port = int(sys.argv[1]), int(sys.argv[2])
+    sys.path.insert(0, sys.argv[3])  # tests/unit: draft_sim.run_rank drives the controller
+    import draft_sim
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
                             timeout=datetime.timedelta(seconds=60))
     reducer = MeanReducer(dist.group.WORLD, 2)
@@ -25,20 +28,11 @@ RANK_SCRIPT = textwrap.dedent("""
     started = pending.wait()
 
     ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3), rank=rank, reducer=reducer)
-    ctl.timer.tick = lambda steps, now=None: None
-    acc_rng, time_rng = random.Random(7), random.Random(100 + rank)
-    chosen, pending_result = [], None
-    for step in range(600):
-        bs = 8 if step < 300 else 128
-        k = ctl.decide(bs).steps
-        chosen.append(k)
-        if pending_result:
-            ctl.on_result(pending_result[0], pending_result[1])
-            ctl.policy.observe_step_time(bs, pending_result[0], pending_result[2])
-        correct = [sum(1 for _ in range(k) if acc_rng.random() < 0.8) for _ in range(bs)]
-        # a plain step 5 ms + 0.02 ms a request; each draft step adds 30%; rank 1 runs 10% slower
-        t = (0.005 + 0.00002 * bs) * (1 + 0.3 * k * (bs / 16) ** 0.5) * (1.1 if rank else 1.0)
-        pending_result = (k, correct, t * (1 + time_rng.uniform(-0.05, 0.05)))
+    # a plain step 5 ms + 0.02 ms a request; each draft step adds 30%; rank 1 runs 10% slower
+    chosen = draft_sim.run_rank(
+        ctl, [8] * 300 + [128] * 300,
+        lambda bs, k: (0.005 + 0.00002 * bs) * (1 + 0.3 * k * (bs / 16) ** 0.5),
+        skew=1.1 if rank else 1.0, time_seed=100 + rank)
     print(json.dumps({"started": started, "blocking": blocking, "chosen": chosen}), flush=True)
     # no process-group teardown: on a loaded CI machine one rank's teardown racing the other's
     # (the store lives in rank 0) aborted a process after its result was out
@@ -57,7 +51,8 @@ def test_mean_reducer_over_two_gloo_ranks(tmp_path):
     script = tmp_path / "rank.py"
     script.write_text(RANK_SCRIPT)
     port = _free_port()
-    procs = [subprocess.Popen([sys.executable, str(script), str(r), str(port)],
+    unit = str(Path(__file__).resolve().parents[1] / "unit")
+    procs = [subprocess.Popen([sys.executable, str(script), str(r), str(port), unit],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for r in range(2)]
     outs = []

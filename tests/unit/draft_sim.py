@@ -11,3 +11,25 @@ def correct_drafts(rng, n: int, p: float, steps: int) -> list:
             c += 1
         out.append(c)
     return out
+
+
+def run_rank(ctl, loads, step_s, skew: float = 1.0, accept: float = 0.8, time_seed: int = 100) -> list:
+    """Drive a goodput Controller as one tensor-parallel rank: one decision per batch size in
+    `loads`, the previous step's verify result and measured time fed back after it (as under the
+    overlap scheduler). The acceptance draws are the same on every rank; the step times,
+    `step_s(bs, k)` x `skew` with +-5% noise seeded by `time_seed`, are the rank's own.
+    Returns the chosen k per decision."""
+    import random
+
+    acc_rng, time_rng = random.Random(7), random.Random(time_seed)
+    ctl.timer.tick = lambda steps, now=None: None  # step times come from step_s alone
+    chosen, pending = [], None
+    for bs in loads:
+        k = ctl.decide(bs).steps
+        chosen.append(k)
+        if pending:
+            ctl.on_result(pending[0], pending[1])
+            ctl.policy.observe_step_time(bs, pending[0], pending[2])
+        correct = [sum(1 for _ in range(k) if acc_rng.random() < accept) for _ in range(bs)]
+        pending = (k, correct, skew * step_s(bs, k) * (1 + time_rng.uniform(-0.05, 0.05)))
+    return chosen

@@ -13,7 +13,7 @@ from adaptive_spec.controller import Controller
 from adaptive_spec.policy.goodput import MAX_BUCKET_EXP, GoodputPolicy, StepTimeTable, bucket_of
 from adaptive_spec.signals import AcceptanceStats, LoadSnapshot
 
-from .draft_sim import correct_drafts
+from .draft_sim import correct_drafts, run_rank
 
 
 def true_step_s(bs, k):
@@ -177,19 +177,9 @@ def test_every_rank_makes_the_same_decisions_from_different_local_timings(asynch
 
     def run(r):
         ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3), rank=r, reducer=make_reducer(r))
-        ctl.timer.tick = lambda steps, now=None: None
-        acc_rng, time_rng = random.Random(7), random.Random(100 + r)  # acceptance identical, timings not
-        chosen, pending = [], None
-        for step in range(1200):
-            bs = 16 if step < 600 else 128
-            k = ctl.decide(bs).steps
-            chosen.append(k)
-            if pending:
-                ctl.on_result(pending[0], pending[1])
-                ctl.policy.observe_step_time(bs, pending[0], pending[2])
-            correct = [sum(1 for _ in range(k) if acc_rng.random() < 0.8) for _ in range(bs)]
-            skew = 1.1 if r == 2 else 1.0
-            pending = (k, correct, skew * true_step_s(bs, k) * (1 + time_rng.uniform(-0.05, 0.05)))
+        # acceptance identical on every rank, timings not (noise, rank 2 10% slower)
+        chosen = run_rank(ctl, [16] * 600 + [128] * 600, true_step_s, skew=1.1 if r == 2 else 1.0,
+                          time_seed=100 + r)
         out[r] = (chosen, ctl.status()["rank_check"])
 
     threads = [threading.Thread(target=run, args=(r,)) for r in range(ranks)]
