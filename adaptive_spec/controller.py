@@ -17,6 +17,7 @@ from collections import Counter, deque
 from typing import Optional, Sequence
 
 from .config import AdaptiveSpecConfig
+from .follow import FollowLog
 from .policy import Decision, make_policy
 from .signals import AcceptanceStats, LoadSnapshot, StepTimer
 from .staleness import StalenessLedger
@@ -155,6 +156,7 @@ class Controller:
         self._pending = 0  # decisions equal to `last` not yet booked (see FLUSH_EVERY)
         self.off_run = 0  # consecutive decisions of 0 steps up to the last one (any reason)
         self.switches = 0
+        self.follow = FollowLog()  # how many decisions after a load change the choice moved
         self.modes = Counter()  # worker step modes: off / catchup / on / reentry; prefill-plain batches
         self.staleness = StalenessLedger()  # stale draft positions at each re-entry
         self.fallback_reason: Optional[str] = None
@@ -280,6 +282,7 @@ class Controller:
 
     def _record(self, decision: Decision) -> None:
         self.decision_count += 1
+        self.follow.on_decision(self.decision_count, self.snapshot.running, decision.steps, decision.reason)
         self.off_run = self.off_run + 1 if decision.steps == 0 else 0
         last = self.last
         if last is None or decision.steps != last.steps or decision.reason != last.reason:
@@ -401,6 +404,7 @@ class Controller:
             "step_ms_mean": self.timer.mean_ms(),
             "steps_histogram": {str(k): v for k, v in sorted(self.steps_histogram.items())},
             "switches": self.switches,
+            "follow": self.follow.status(),
             "rank_check": {"decisions": self.decision_count, "digest": f"{self.decision_digest:08x}"},
             "step_modes": dict(self.modes),
             "reentry": self.staleness.status(),

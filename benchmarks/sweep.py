@@ -1068,7 +1068,7 @@ class Sweep:
         if code == 200:
             self.systems_info[sp.name]["final_status"] = lg.status_ranks(obj, (
                 "cost_model", "acceptance", "decisions", "steps_histogram", "step_modes", "reentry",
-                "switches", "decide_us_mean", "decide_us_p50", "decide_us_p99", "decide_cpu_us_p50",
+                "switches", "follow", "decide_us_mean", "decide_us_p50", "decide_us_p99", "decide_cpu_us_p50",
                 "decide_cpu_us_p99", "decide_policy_cpu_us_p50", "decide_policy_cpu_us_p99",
                 "decide_selftest", "rank_check", "fallback"))
 

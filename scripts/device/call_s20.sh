@@ -23,9 +23,10 @@
 #      through SGLang's catch-up, auto's choice under 32 stale positions): EAGLE-3, flapping every
 #      8 steps with the full catch-up forced, flapping every 64 (auto: full), temperature 0.7 +
 #      top-p 0.9, 16 / 64 requests; then issue 6's top-p probe (call_s19.sh kp, fixed since).
+#   sl (~4 min; prepared, not run) issue 5's step load 1 -> 128 -> 1 with the follow record.
 #   w6 (~4 min) ws's 64-request level again (goodput 0.727x / 0.974x of plain, off throughout):
 #      plain, forced off, goodput on the always-wrong pair, 3 pairs.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s20.sh t2|td|gg|wm|ws|fs|w6
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s20.sh t2|td|gg|wm|ws|fs|w6|sl
 source scripts/device/common.sh
 
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
@@ -130,7 +131,21 @@ w6)  # ws's 64-request level again (goodput read 0.727x / 0.974x of plain there,
     --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-w6.txt
   report w6- logs-w6.tar.xz /tmp/tail-w6.txt
   ;;
-*) echo "usage: call_s20.sh t2|td|gg|wm|ws|fs|w6"; exit 2 ;;
+sl)  # issue 5's step load 1 -> 128 -> 1 (15 s a phase; last run in session 3): plain and goodput,
+     # then how many decisions after each size change goodput's choice moved (status `follow`)
+  export DEADLINE_S=${DEADLINE_S:-300} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  step_load /tmp/soak-8b
+  python3 - "$OUT"/sweep-step-dial-0.7.json <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["systems"]["adaptive-spec:goodput"].get("final_status") or []:
+    for e in r.get("follow") or []:
+        print("follow", json.dumps(e))
+PY
+  pack_logs logs-sl.tar.xz /tmp/logs-step/*.log
+  ;;
+*) echo "usage: call_s20.sh t2|td|gg|wm|ws|fs|w6|sl"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"

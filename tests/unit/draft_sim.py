@@ -27,9 +27,10 @@ def run_rank(ctl, loads, step_s, skew: float = 1.0, accept: float = 0.8, time_se
     for bs in loads:
         k = ctl.decide(bs).steps
         chosen.append(k)
-        if pending:
-            ctl.on_result(pending[0], pending[1])
-            ctl.policy.observe_step_time(bs, pending[0], pending[2])
-        correct = [sum(1 for _ in range(k) if acc_rng.random() < accept) for _ in range(bs)]
-        pending = (k, correct, skew * step_s(bs, k) * (1 + time_rng.uniform(-0.05, 0.05)))
+        if pending:  # the previous step's result, attributed to the batch that ran it
+            ran_k, correct, seconds, ran_bs = pending
+            ctl.on_result(ran_k, correct)
+            ctl.policy.observe_step_time(ran_bs, ran_k, seconds)
+        correct = correct_drafts(acc_rng, bs, accept, k)
+        pending = (k, correct, skew * step_s(bs, k) * (1 + time_rng.uniform(-0.05, 0.05)), bs)
     return chosen
