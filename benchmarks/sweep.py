@@ -1061,16 +1061,21 @@ class Sweep:
                                             self.cfg.profile_steps, out_dir,
                                             self.new_tokens_fn(f"profile-{n}"), self.cfg.drain_s)
 
-    async def _final_status(self, sp: ServerProcess) -> None:
-        """Keep what an adaptive-spec server learned (cost table, acceptance, decisions)."""
+    async def _status_ranks(self, sp: ServerProcess, keys) -> Optional[list]:
+        """Our status route's per-rank entries cut to `keys`; None when it did not answer."""
         async with self.client(sp) as cl:
             code, obj = await cl.get_json(lg.STATUS_PATH, timeout=10.0)
-        if code == 200:
-            self.systems_info[sp.name]["final_status"] = lg.status_ranks(obj, (
+        return lg.status_ranks(obj, keys) if code == 200 else None
+
+    async def _final_status(self, sp: ServerProcess) -> None:
+        """Keep what an adaptive-spec server learned (cost table, acceptance, decisions)."""
+        ranks = await self._status_ranks(sp, (
                 "cost_model", "acceptance", "decisions", "steps_histogram", "step_modes", "reentry",
                 "switches", "follow", "decide_us_mean", "decide_us_p50", "decide_us_p99", "decide_cpu_us_p50",
                 "decide_cpu_us_p99", "decide_policy_cpu_us_p50", "decide_policy_cpu_us_p99",
                 "decide_selftest", "rank_check", "fallback"))
+        if ranks is not None:
+            self.systems_info[sp.name]["final_status"] = ranks
 
     async def _level_cost_model(self, sp: ServerProcess, new_rows: list) -> None:
         """The goodput server's step-time table and prefill term as they stood after this level
@@ -1079,10 +1084,7 @@ class Sweep:
         steps, plain ahead on the final table)."""
         if not sp.name.startswith("adaptive-spec") or not new_rows:
             return
-        async with self.client(sp) as cl:
-            code, obj = await cl.get_json(lg.STATUS_PATH, timeout=10.0)
-        model = ((lg.status_ranks(obj, ("cost_model",)) or [{}])[0].get("cost_model")
-                 if code == 200 else None)
+        model = ((await self._status_ranks(sp, ("cost_model",))) or [{}])[0].get("cost_model")
         if not isinstance(model, dict):
             return
         row = new_rows[-1]
