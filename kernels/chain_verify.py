@@ -86,6 +86,8 @@ _BIG_PY = 1 << 30
 _BIG = tl.constexpr(_BIG_PY)  # "no index" / "no stop" sentinel (fits int32)
 _INT_MAX = 2147483647
 _INT_MIN = -2147483648
+_NSTAT_PY = 5  # floats per (row, vocab slice) of the split first pass
+_NSTAT = tl.constexpr(_NSTAT_PY)
 
 
 # --------------------------------------------------------------------------------------------
@@ -312,13 +314,18 @@ def _write_outputs(cand_ptr, stride_cb, stride_cs, predicts_ptr, accept_index_pt
 
 
 @triton.jit
-def _search(rowp, invT, m, V, klo, khi, target, buf_k_ptr, buf_v_ptr,
+def _search(rowp, invT, m, V, klo, khi, target, win, buf_k_ptr, buf_v_ptr,
             MASS: tl.constexpr, U: tl.constexpr, S: tl.constexpr, CAP: tl.constexpr,
             CI: tl.constexpr):
-    """Smallest key tau of the row with  F(tau) < target, where F(k) is the count (MASS=False)
-    or the mass sum exp(x - m) (MASS=True) of the tokens with key > k.
+    """(tau, settled): tau is the smallest key of the row with  F(tau) < target, where F(k) is
+    the count (MASS=False) or the mass sum exp(x - m) (MASS=True) of the tokens with key > k.
 
     Invariant: F(klo) >= target > F(khi), i.e. tau in (klo, khi]; ``base`` is F(khi).
+
+    ``win`` (MASS only; -1: off): stop as soon as a probe p has target <= F(p) <= win and
+    return settled = 1 (tau is then not found).  F(p) >= target puts tau above p, so the kept
+    mass F(tau - 1) is at most F(p) <= win: for a draft token known to be kept, whose
+    acceptance only asks "kept mass <= win", a few passes settle what the whole search would.
     """
     BLOCK: tl.constexpr = U * S
     offs = tl.arange(0, BLOCK)
@@ -326,7 +333,8 @@ def _search(rowp, invT, m, V, klo, khi, target, buf_k_ptr, buf_v_ptr,
     cnt = tl.cast(V, tl.int32)  # upper bound of the number of tokens in (klo, khi]
     base = tl.cast(0.0, tl.float32)
     nbase = tl.cast(0, tl.int32)
-    while (cnt > CAP) & ((khi.to(tl.int64) - klo.to(tl.int64)) > 1):
+    settled = tl.cast(0, tl.int32)
+    while (cnt > CAP) & ((khi.to(tl.int64) - klo.to(tl.int64)) > 1) & (settled == 0):
         w = khi.to(tl.int64) - klo.to(tl.int64)
         p1 = (klo.to(tl.int64) + w // 4).to(tl.int32)
         p2 = (klo.to(tl.int64) + w // 2).to(tl.int32)
@@ -368,6 +376,9 @@ def _search(rowp, invT, m, V, klo, khi, target, buf_k_ptr, buf_v_ptr,
             ok1 = (base + m1) < target
             ok2 = (base + m2) < target
             ok3 = (base + m3) < target
+            in_win = (((~ok1) & (base + m1 <= win)) | ((~ok2) & (base + m2 <= win))
+                      | ((~ok3) & (base + m3 <= win)))
+            settled = in_win.to(tl.int32)
         else:
             m1 = 0.0
             m2 = 0.0
@@ -396,7 +407,7 @@ def _search(rowp, invT, m, V, klo, khi, target, buf_k_ptr, buf_v_ptr,
             klo = p3
             cnt = n3
     tau = khi
-    if (khi.to(tl.int64) - klo.to(tl.int64)) > 1:
+    if (settled == 0) & ((khi.to(tl.int64) - klo.to(tl.int64)) > 1):
         # at most CAP tokens left in (klo, khi]: compact them, then rank them pairwise
         tl.debug_barrier()  # the buffer may still be read by an earlier search of this row
         pos0 = tl.cast(0, tl.int32)
@@ -434,7 +445,7 @@ def _search(rowp, invT, m, V, klo, khi, target, buf_k_ptr, buf_v_ptr,
             best = tl.minimum(best, tl.min(tl.where(vi & okv, ki, 2147483647), axis=0))
         if best != 2147483647:
             tau = best
-    return tau
+    return tau, settled
 
 
 @triton.jit
@@ -531,13 +542,15 @@ def _scan(rowp, invT, m, V, tau, minp, d_excl, inv_ek, qrow, t, start0, carry0,
 def _row_stats(rowp, invT, xd, v_lo, v_hi, WANT_A: tl.constexpr, WANT_N: tl.constexpr,
                U: tl.constexpr, S: tl.constexpr):
     """Over logits [v_lo, v_hi) of one row, x = logit / temperature: (max m, sum exp(x - m),
-    the same over x > xd, the count of x > xd).  Lane-wise online softmax (a running max per
-    lane): no cross-warp reduction inside the loop, so the loads of successive blocks overlap."""
+    the same over x > xd, the count of x > xd, the count of x == xd).  Lane-wise online
+    softmax (a running max per lane): no cross-warp reduction inside the loop, so the loads of
+    successive blocks overlap."""
     BLOCK: tl.constexpr = U * S
     m_l = tl.full([S], float("-inf"), tl.float32)
     z_l = tl.zeros([S], dtype=tl.float32)
     a_l = tl.zeros([S], dtype=tl.float32)
     n_l = tl.zeros([S], dtype=tl.int32)
+    t_l = tl.zeros([S], dtype=tl.int32)
     offs2 = tl.arange(0, U)[:, None] * S + tl.arange(0, S)[None, :]
     x = tl.load(rowp + v_lo + offs2, mask=v_lo + offs2 < v_hi, other=float("-inf"))
     for start in range(v_lo, v_hi, BLOCK):
@@ -551,13 +564,16 @@ def _row_stats(rowp, invT, xd, v_lo, v_hi, WANT_A: tl.constexpr, WANT_N: tl.cons
         z_l = z_l * sc + tl.sum(e, axis=0)
         if WANT_A:
             a_l = a_l * sc + tl.sum(tl.where(xf > xd, e, 0.0), axis=0)
+            # ties with the draft's value: the nucleus keeps all or none of them
+            t_l += tl.sum(((xf == xd) & ((start + offs2) < v_hi)).to(tl.int32), axis=0)
         if WANT_N:
             n_l += tl.sum((xf > xd).to(tl.int32), axis=0)
         m_l = nm
         x = x_n
     m = tl.max(m_l, axis=0)
     w_l = tl.where(m_l == float("-inf"), 0.0, tl.exp(m_l - m))
-    return m, tl.sum(z_l * w_l, axis=0), tl.sum(a_l * w_l, axis=0), tl.sum(n_l, axis=0)
+    return (m, tl.sum(z_l * w_l, axis=0), tl.sum(a_l * w_l, axis=0), tl.sum(n_l, axis=0),
+            tl.sum(t_l, axis=0))
 
 
 @triton.jit(do_not_specialize=["B", "D", "NS"])
@@ -569,8 +585,8 @@ def _sample_stats_kernel(
 ):
     """The sampler's first pass, split: grid (D*B*NS,) (one axis, as in the greedy rows
     kernel), program (row, s) writes the stats of vocab slice s of one row (max, normaliser,
-    mass and count above the draft token, fp32 [row, s, 4]).  Few registers, so many programs
-    per SM: the pass is bandwidth-bound instead of one latency-bound program per row walking
+    mass and count above the draft token, count equal to it, fp32 [row, s, _NSTAT]).  Few
+    registers, so many programs per SM: the pass is bandwidth-bound instead of one latency-bound program per row walking
     the whole vocabulary."""
     pid = tl.program_id(0)
     rb = pid // NS
@@ -584,13 +600,14 @@ def _sample_stats_kernel(
         invT = 1.0 / tl.load(temp_ptr + b).to(tl.float32)
     d, dval, xd = _draft_logit(rowp, cand_ptr, stride_cb, stride_cs, b, j, D, V, invT)
     v_lo = s * SLICE
-    m, z, a, n = _row_stats(rowp, invT, xd, v_lo, tl.minimum(v_lo + SLICE, V), WANT_A, WANT_N,
-                            U, S)
-    out = stats_ptr + (row.to(tl.int64) * NS + s) * 4
+    m, z, a, n, t = _row_stats(rowp, invT, xd, v_lo, tl.minimum(v_lo + SLICE, V), WANT_A,
+                               WANT_N, U, S)
+    out = stats_ptr + (row.to(tl.int64) * NS + s) * _NSTAT
     tl.store(out, m)
     tl.store(out + 1, z)
     tl.store(out + 2, a)
     tl.store(out + 3, n.to(tl.float32))
+    tl.store(out + 4, t.to(tl.float32))
 
 
 @triton.jit
@@ -598,7 +615,7 @@ def _slice_max_and_sum(stats_ptr, row, NS, NS_P2: tl.constexpr):
     """(slice index, pointer to each slice's stats, max, sum exp(x - slice max)) of a row's
     vocab slices (split stats)."""
     sl = tl.arange(0, NS_P2)
-    base = stats_ptr + (row.to(tl.int64) * NS + sl) * 4
+    base = stats_ptr + (row.to(tl.int64) * NS + sl) * _NSTAT
     ms = tl.load(base, mask=sl < NS, other=float("-inf"))
     zs = tl.load(base + 1, mask=sl < NS, other=0.0)
     return sl, base, ms, zs
@@ -606,14 +623,17 @@ def _slice_max_and_sum(stats_ptr, row, NS, NS_P2: tl.constexpr):
 
 @triton.jit
 def _combine_stats(stats_ptr, row, NS, NS_P2: tl.constexpr):
-    """(m, z, mass above the draft, count above the draft) of a whole row from its slices."""
+    """(m, z, mass above the draft, count above the draft, count equal to the draft) of a
+    whole row from its slices."""
     sl, base, ms, zs = _slice_max_and_sum(stats_ptr, row, NS, NS_P2)
     smask = sl < NS
     as_ = tl.load(base + 2, mask=smask, other=0.0)
     ns = tl.load(base + 3, mask=smask, other=0.0)
+    ts = tl.load(base + 4, mask=smask, other=0.0)
     m = tl.max(ms, axis=0)
     w = tl.where(ms == float("-inf"), 0.0, tl.exp(ms - m))
-    return m, tl.sum(zs * w, axis=0), tl.sum(as_ * w, axis=0), tl.sum(ns, axis=0).to(tl.int32)
+    return (m, tl.sum(zs * w, axis=0), tl.sum(as_ * w, axis=0), tl.sum(ns, axis=0).to(tl.int32),
+            tl.sum(ts, axis=0).to(tl.int32))
 
 
 @triton.jit
@@ -706,9 +726,9 @@ def _sample_row(
     # ---- pass 1: max, normaliser, count / mass above the draft token (from the split stats
     # kernel's slices when STATS, else read here)
     if STATS:
-        m, z, a_d, n_d = _combine_stats(stats_ptr, row, NS, NS_P2)
+        m, z, a_d, n_d, t_d = _combine_stats(stats_ptr, row, NS, NS_P2)
     else:
-        m, z, a_d, n_d = _row_stats(rowp, invT, xd, 0, V, HAS_TOPP, HAS_TOPK, U, S)
+        m, z, a_d, n_d, t_d = _row_stats(rowp, invT, xd, 0, V, HAS_TOPP, HAS_TOPK, U, S)
     ed = tl.exp(xd - m)
     pd = tl.where(dval, ed / z, 0.0)
 
@@ -744,12 +764,24 @@ def _sample_row(
     else:
         fast = sure & ((coin <= pd / thr_acc) | (pd >= thr_single))
 
+    # ---- the draft at the nucleus edge (top-p alone): the tokens above it hold less than top_p
+    # of the mass, with it and its ties at least top_p, so the nucleus is exactly the tokens
+    # >= x_d; its threshold and mass are known from pass 1 (a dominant draft, p(d) >= top_p,
+    # is the usual case: no threshold search and no redraws for it)
+    edge = tl.full([], 0, tl.int1)
+    if HAS_TOPP:
+        edge = dval & use_p & (a_d < topp * z) & (a_d + t_d.to(tl.float32) * ed >= topp * z)
+        if HAS_TOPK:
+            edge = edge & (~use_k)
+        if HAS_MINP:
+            edge = edge & (~use_mp)
+
     acc = fast.to(tl.int32)
     tok = tl.cast(0, tl.int32)
     exact = acc == 0
     u = tl.load(coins_final_ptr + b).to(tl.float32)
     if TOPP_REJECT:
-        go = exact & use_p
+        go = exact & use_p & (~edge)
         if HAS_TOPK:
             go = go & (~use_k)
         if HAS_MINP:
@@ -768,49 +800,66 @@ def _sample_row(
         tau = tl.cast(-2147483647, tl.int32)  # every finite key (and -inf's) is >= this
         e_k = z
         khi0 = _key(m)
-        if HAS_TOPK:
-            if use_k:
-                tau = _search(rowp, invT, m, V, tau - 1, khi0, topk, buf_k_ptr, buf_v_ptr,
-                              False, U, S, CAP, CI)
-                e_k, _unused = _kept_mass(rowp, invT, m, V, tau, 0.0, -1, False, U, S)
-        if HAS_TOPP:
-            if use_p:
-                # tokens more than C below the max cannot be in the nucleus:
-                # V * exp(-C) < (1 - top_p) <= (1 - top_p) * e_k
-                cut = m - (tl.log(V / (1.0 - topp)) + 1.0)
-                klo = tl.maximum(tau, _key(cut)) - 1
-                tau = _search(rowp, invT, m, V, klo, khi0, topp * e_k, buf_k_ptr, buf_v_ptr,
-                              True, U, S, CAP, CI)
-        d_excl = -1
-        if not CLASSIC:
-            d_excl = tl.where(dval, d, -1)
-        if HAS_MINP:
-            e_kept, w_ex = _kept_mass(rowp, invT, m, V, tau, minp, d_excl, True, U, S)
-            kept_d = dval & (_key(xd) >= tau) & ((~use_mp) | (ed >= minp))
+        settled = tl.cast(0, tl.int32)
+        if edge:
+            tau = _key(xd)
         else:
-            e_kept, w_ex = _kept_mass(rowp, invT, m, V, tau, minp, d_excl, False, U, S)
-            kept_d = dval & (_key(xd) >= tau)
-        ppd = tl.where(kept_d, ed / e_kept, 0.0)
-        if has_draft:
-            if CLASSIC:
-                acc = (coin * q_d < ppd).to(tl.int32)
+            if HAS_TOPK:
+                if use_k:
+                    tau, _unused = _search(rowp, invT, m, V, tau - 1, khi0, topk, -1.0,
+                                           buf_k_ptr, buf_v_ptr, False, U, S, CAP, CI)
+                    e_k, _unused = _kept_mass(rowp, invT, m, V, tau, 0.0, -1, False, U, S)
+            if HAS_TOPP:
+                if use_p:
+                    # a kept draft is accepted iff the kept mass <= win (SGLang's rule solved
+                    # for it): let the search stop once a probe settles that
+                    win = -1.0
+                    if not CLASSIC:
+                        win = tl.where(sure & has_draft,
+                                       tl.maximum(ed / (coin * thr_acc), ed / thr_single), -1.0)
+                    # tokens more than C below the max cannot be in the nucleus:
+                    # V * exp(-C) < (1 - top_p) <= (1 - top_p) * e_k
+                    cut = m - (tl.log(V / (1.0 - topp)) + 1.0)
+                    klo = tl.maximum(tau, _key(cut)) - 1
+                    tau, settled = _search(rowp, invT, m, V, klo, khi0, topp * e_k, win,
+                                           buf_k_ptr, buf_v_ptr, True, U, S, CAP, CI)
+        if settled != 0:
+            acc = tl.cast(1, tl.int32)
+        else:
+            d_excl = -1
+            if not CLASSIC:
+                d_excl = tl.where(dval, d, -1)
+            if edge:
+                e_kept = a_d + t_d.to(tl.float32) * ed
+                w_ex = tl.where(d_excl >= 0, a_d + (t_d - 1).to(tl.float32) * ed, e_kept)
+                kept_d = dval
+            elif HAS_MINP:
+                e_kept, w_ex = _kept_mass(rowp, invT, m, V, tau, minp, d_excl, True, U, S)
+                kept_d = dval & (_key(xd) >= tau) & ((~use_mp) | (ed >= minp))
             else:
-                acc = ((coin <= ppd / thr_acc) | (ppd >= thr_single)).to(tl.int32)
-        if acc == 0:
-            inv_ek = 1.0 / e_kept
-            qrow = dprob_ptr + b.to(tl.int64) * stride_qb + j * stride_qs
-            if CLASSIC:
-                if has_draft:
-                    r = _residual_sum(rowp, invT, m, V, tau, minp, inv_ek, qrow, HAS_MINP,
-                                      U, S)
-                    tok = _scan(rowp, invT, m, V, tau, minp, -1, inv_ek, qrow, u * r, 0, 0.0,
-                                HAS_MINP, True, BLOCK)
+                e_kept, w_ex = _kept_mass(rowp, invT, m, V, tau, minp, d_excl, False, U, S)
+                kept_d = dval & (_key(xd) >= tau)
+            ppd = tl.where(kept_d, ed / e_kept, 0.0)
+            if has_draft:
+                if CLASSIC:
+                    acc = (coin * q_d < ppd).to(tl.int32)
                 else:
-                    tok = _scan(rowp, invT, m, V, tau, minp, -1, inv_ek, qrow, u * w_ex, 0, 0.0,
-                                HAS_MINP, False, BLOCK)
-            else:
-                tok = _scan(rowp, invT, m, V, tau, minp, d_excl, inv_ek, qrow, u * w_ex, 0, 0.0,
-                            HAS_MINP, False, BLOCK)
+                    acc = ((coin <= ppd / thr_acc) | (ppd >= thr_single)).to(tl.int32)
+            if acc == 0:
+                inv_ek = 1.0 / e_kept
+                qrow = dprob_ptr + b.to(tl.int64) * stride_qb + j * stride_qs
+                if CLASSIC:
+                    if has_draft:
+                        r = _residual_sum(rowp, invT, m, V, tau, minp, inv_ek, qrow, HAS_MINP,
+                                          U, S)
+                        tok = _scan(rowp, invT, m, V, tau, minp, -1, inv_ek, qrow, u * r, 0,
+                                    0.0, HAS_MINP, True, BLOCK)
+                    else:
+                        tok = _scan(rowp, invT, m, V, tau, minp, -1, inv_ek, qrow, u * w_ex, 0,
+                                    0.0, HAS_MINP, False, BLOCK)
+                else:
+                    tok = _scan(rowp, invT, m, V, tau, minp, d_excl, inv_ek, qrow, u * w_ex, 0,
+                                0.0, HAS_MINP, False, BLOCK)
     return acc, tok
 
 
@@ -1163,7 +1212,7 @@ def chain_verify_sampling(
         device, *_sync_specs(bsz), ("sample_row_tok", bsz * d, torch.int32, None),
         ("sample_buf_k", bsz * d * cap, torch.int32, None),
         ("sample_buf_v", bsz * d * cap, torch.float32, None),
-        ("sample_stats", max(1, bsz * d * ns * 4), torch.float32, None))
+        ("sample_stats", max(1, bsz * d * ns * _NSTAT_PY), torch.float32, None))
     dummy_f = coins_final
     thr_acc = max(float(threshold_acc), 1e-9)
     if ns > 0:

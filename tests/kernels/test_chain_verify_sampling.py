@@ -119,6 +119,78 @@ def test_top_p_rejection_draw_same_decisions_tokens_in_the_nucleus(cv, ref):
     assert 0 < expected[2].float().mean() < d - 1
 
 
+def _edge_and_window_case():
+    """One draft per request (D = 2), float32 logits, temperature 1, coins that need the
+    renormalised p'(d) (the band p(d) < coin <= p(d) / top_p, and just either side of p'(d)):
+    - requests 0-7: a dominant draft, p(d) > top_p (the nucleus is the draft alone);
+    - 8-11: the draft and two tokens of exactly its logit below one larger token, top_p
+      inside the three ties' mass (the nucleus ends on the ties: all three kept);
+    - 12-23: a flat row whose draft is its largest token inside a nucleus of dozens of tokens
+      (the threshold search's bisection runs before the settling probe)."""
+    g = torch.Generator().manual_seed(77)
+    bsz, d, v = 24, 2, 300
+    logits = torch.randn(bsz * d, v, generator=g)
+    cand = torch.zeros(bsz, d, dtype=torch.int64)
+    top_ps = torch.empty(bsz)
+    for b in range(bsz):
+        r, tok = b * d, int(torch.randint(0, v, (1,), generator=g))
+        cand[b, 1] = tok
+        if b < 8:
+            logits[r, tok] += 9.0
+            top_ps[b] = 0.5 + 0.05 * b
+        elif b < 12:
+            logits[r] = logits[r] * 0.5 - 4.0
+            ties = [(tok + 1 + i) % v for i in range(2)]
+            logits[r, tok] = 2.5
+            logits[r, ties] = 2.5
+            logits[r, (tok + 7) % v] = 3.0
+            p = torch.softmax(logits[r].double(), -1)
+            top_ps[b] = float(p[(tok + 7) % v] + (0.5 + 0.6 * (b - 8) / 4) * p[tok])
+        else:
+            logits[r] = logits[r] * 0.6
+            logits[r, tok] = float(logits[r].max()) + 0.3
+            top_ps[b] = 0.9
+    coins = torch.rand(bsz, d, generator=g)
+    cf = torch.rand(bsz, generator=g)
+    return logits, cand, coins, cf, top_ps
+
+
+def test_top_p_edge_and_settling_probe_decide_as_the_reference(cv, ref):
+    """The two shortcuts to p'(d) for a draft the nucleus keeps: a draft at the nucleus edge
+    (its threshold and mass read from the first pass: ties of the draft's value counted) and a
+    threshold search stopped by a probe that already bounds the kept mass. Coins in the band
+    and a hair either side of the reference's p'(d): the decisions must be the reference's,
+    with the first pass inline and split; the exact method's bonus tokens too."""
+    logits, cand, coins, cf, top_ps = _edge_and_window_case()
+    bsz, d, v = cand.shape[0], 2, logits.shape[1]
+    p = ref.renorm_probs_ref(logits, top_ps=top_ps, rows_per_request=d)
+    pd_raw = torch.softmax(logits.double(), -1)[torch.arange(0, bsz * d, d), cand[:, 1]]
+    pd_kept = p[torch.arange(0, bsz * d, d), cand[:, 1]]
+    assert (pd_kept > 0).all()  # every draft kept by its nucleus
+    assert (pd_kept[8:12] < 0.99).all() and (p[24] > 0).sum() > 16  # ties / a long nucleus
+    for trial, place in enumerate(("band", "below", "above")):
+        c = coins.clone()
+        if place == "band":
+            hi = torch.clamp(pd_raw / top_ps.double(), max=1.0)
+            c[:, 0] = (pd_raw + (hi - pd_raw) * coins[:, 0].double()).float()
+        else:
+            c[:, 0] = (pd_kept * (1 - 1e-3 if place == "below" else 1 + 1e-3)).clamp(max=0.9999).float()
+        expected = ref.chain_verify_sampling_ref(p, cand, c, cf)
+        if place == "below":
+            assert expected[2].eq(1).all()
+        if place == "above":
+            assert expected[2][pd_kept < 0.999].eq(0).all()
+        for split in (0, 3):
+            kw = dict(top_ps=top_ps, block_size=32, lanes=8, cap=16, split_stats=split)
+            out = cv.chain_verify_sampling(logits, cand, c, cf, top_p_method="exact", **kw)
+            assert _agreement(out, expected, bsz, d) == bsz, (place, split)
+            out = cv.chain_verify_sampling(logits, cand, c, cf, **kw)
+            assert out[2].tolist() == expected[2].tolist(), (place, split)
+            for b in range(bsz):
+                n = int(out[2][b])
+                assert p[b * d + n, int(out[0][b * d + n])] > 0
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_sampling_dtypes_and_search_paths(cv, ref, dtype):
     """Flat rows (big nucleus: several bisection passes before the exact rank, cap=16) and

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# GPU machine nvidia-h200 (ONE H200: the only kind lent at the start of session 21, 2026-12-01).
+#   ks (~8 min) issue 6, then issue 5's step load:
+#      1. the sampling verify against SGLang's (kernel schema), B = 1 / 16 / 64 / 256, k = 3,
+#         V = 128,256, temperature + top-p, temperature, top-k + top-p, flat logits, with the
+#         distribution check on the GPU: this session's top-p shortcuts (a draft at the
+#         nucleus edge decided from the first pass; a threshold search stopped by the probe
+#         that settles the acceptance) ran on the CPU interpreter only before this call;
+#      2. scripts/device/topp_tail_probe.py, 6 input draws (session 20's columns A / E / B / X / T);
+#      3. the step load 1 -> 128 -> 1 (plain, goodput) with the follow record (call_s20.sh sl).
+#   g5 / g9: call_s19.sh g5 / g9 (issue 5's dial-0.5 / dial-0.9 columns, ~8 min each).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s21.sh ks
+source scripts/device/common.sh
+
+say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+case "${1:-}" in
+ks)
+  export DEADLINE_S=${DEADLINE_S:-570} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  ( cd /tmp && timeout 250 python3 "$REPO/benchmarks/kernel_bench.py" --bs 64,16,256,1 --k 3 \
+      --vocab 128256 --ops sampling --no-tune --graph-timing --budget-s 200 \
+      --out "$OUT/kernels-sampling.json" 2>&1 | grep -E "rror|wrote|warm-up|chi|check" | head -12 )
+  say "kernel bench done"
+  ( cd /tmp && timeout 70 python3 "$REPO/scripts/device/topp_tail_probe.py" 6 ) 2>&1 \
+    | grep -v -e UserWarning -e "tl.where" | tee "$OUT/topp-tail-probe.txt"
+  say "probe done"
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  step_load /tmp/soak-8b
+  python3 - "$OUT"/sweep-step-dial-0.7.json <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["systems"]["adaptive-spec:goodput"].get("final_status") or []:
+    for e in r.get("follow") or []:
+        print("follow", json.dumps(e))
+PY
+  pack_logs logs-ks.tar.xz /tmp/logs-step/*.log
+  ;;
+*) echo "usage: call_s21.sh ks"; exit 2 ;;
+esac
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$1"
+say "done $1"
