@@ -1,4 +1,5 @@
-"""Where a greedy verify call's host time goes (GPU machine).
+"""Where a verify call's host time goes (GPU machine): greedy, or with --op sampling the
+top-p verify (temperature 0.7 + top-p 0.9, drafts sampled from the target).
 
 On the H200 our greedy verify runs 1.73x faster than SGLang's on the GPU at B = 64, k = 3 but
 takes 0.72x of its time per call back to back (2026-11-30-s11-kernels-*.json): the call is
@@ -7,7 +8,14 @@ rounds, the best is kept, so each figure is max(host, GPU) per call), SGLang's p
 outputs allocated and passed in, and pieces on their own (the three output allocations, the
 stream and capture lookups, SGLang's argmax); then cProfile's top entries for ours.
 
-    python benchmarks/verify_host_profile.py [--bs 64] [--k 3] [--vocab 128256] [--calls 2000]
+    python benchmarks/verify_host_profile.py [--op greedy|sampling] [--bs 64] [--k 3]
+        [--vocab 128256] [--calls 2000]
+
+Sampling (session 21: at B = 64, k = 3 our top-p call took 292 us back to back against 146 us
+of GPU time, 2026-12-01-s21-kernels-sampling.json): SGLang's path, ours as the kernel bench
+calls it (uniforms drawn per call), ours with uniforms and outputs passed in, the same with
+the first pass inline (one launch instead of two), the same launched directly
+(ADAPTIVE_SPEC_TRITON_LAUNCH=direct), and the pieces: the two uniform draws.
 """
 
 import argparse
@@ -28,6 +36,7 @@ def main(argv=None) -> int:
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--vocab", type=int, default=128256)
     ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--op", choices=("greedy", "sampling"), default="greedy")
     args = ap.parse_args(argv)
     import torch
 
@@ -41,6 +50,8 @@ def main(argv=None) -> int:
     gen = torch.Generator(device=dev).manual_seed(0)
     logits = kb._llm_like_logits(bsz * d, args.vocab, dev, gen)
     tree = kb._chain_tree(bsz, d, dev)
+    if args.op == "sampling":
+        return _sampling(args, torch, dev, cv, paths, logits, tree, gen)
     cand = kb._greedy_drafts(logits, bsz, d, 0.7, gen)
     outs = (torch.empty(bsz * d, dtype=torch.int32, device=dev),
             torch.empty((bsz, d), dtype=torch.int32, device=dev),
@@ -78,6 +89,61 @@ def main(argv=None) -> int:
     text = io.StringIO()
     pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(18)
     print(f"cProfile of ours (outputs passed in), {args.calls} calls, by own time:")
+    print(text.getvalue())
+    return 0
+
+
+def _sampling(args, torch, dev, cv, paths, logits, tree, gen) -> int:
+    import os
+
+    bsz, d = args.bs, args.k + 1
+    cand = kb._sampled_drafts(logits, bsz, d, 0.7, gen)
+    temps = torch.full((bsz, 1), 0.7, device=dev)
+    tps = torch.full((bsz,), 0.9, device=dev)
+    coins = torch.rand(bsz, d, device=dev, generator=gen)
+    coins_f = torch.rand(bsz, device=dev, generator=gen)
+    outs = (torch.empty(bsz * d, dtype=torch.int32, device=dev),
+            torch.empty((bsz, d), dtype=torch.int32, device=dev),
+            torch.empty(bsz, dtype=torch.int32, device=dev))
+    sync = torch.cuda.synchronize
+
+    def ours(split=None):
+        return lambda: cv.chain_verify_sampling(logits, cand, coins, coins_f, temps, None, tps,
+                                                None, None, 1.0, 1.0, *outs, split_stats=split)
+
+    def direct():
+        os.environ["ADAPTIVE_SPEC_TRITON_LAUNCH"] = "direct"
+        try:
+            ours()()
+        finally:
+            os.environ.pop("ADAPTIVE_SPEC_TRITON_LAUNCH", None)
+
+    def uniforms():
+        torch.rand_like(cand, dtype=torch.float32, device=dev)
+        torch.rand((bsz,), dtype=torch.float32, device=dev)
+
+    cases = (
+        ("SGLang: softmax + top_p_renorm + sampling kernel",
+         lambda: paths.sglang_sampling(logits, cand, tree, temps, None, tps)),
+        ("ours as the kernel bench calls it", lambda: paths.triton_sampling(logits, cand, tree, temps, None, tps)),
+        ("ours, uniforms and outputs passed in", ours()),
+        ("ours, the same, first pass inline (one launch)", ours(0)),
+        ("ours, the same, launched directly", direct),
+        ("piece: the two uniform draws", uniforms),
+    )
+    print(f"sampling (temperature 0.7, top-p 0.9) per call, {args.calls} calls back to back, "
+          f"B = {bsz}, k = {args.k}, V = {args.vocab}, {torch.cuda.get_device_name(dev)}")
+    for name, fn in cases:
+        print(f"  {name:55s} {_per_call_us(fn, args.calls, rounds=3, sync=sync):8.1f} us", flush=True)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(args.calls):
+        ours()()
+    sync()
+    prof.disable()
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(18)
+    print(f"cProfile of ours (uniforms and outputs passed in), {args.calls} calls, by own time:")
     print(text.getvalue())
     return 0
 

@@ -8,8 +8,12 @@
 #         that settles the acceptance) ran on the CPU interpreter only before this call;
 #      2. scripts/device/topp_tail_probe.py, 6 input draws (session 20's columns A / E / B / X / T);
 #      3. the step load 1 -> 128 -> 1 (plain, goodput) with the follow record (call_s20.sh sl).
-#   g5 / g9: call_s19.sh g5 / g9 (issue 5's dial-0.5 / dial-0.9 columns, ~8 min each).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s21.sh ks
+#   h5 (~9.5 min) issue 6: where the sampling verify call's host time goes
+#      (benchmarks/verify_host_profile.py --op sampling, B = 64: ks measured our top-p call at
+#      292 us back to back against 146 us of GPU time); then issue 5's dial-0.5 column
+#      (call_s19.sh g5: plain, eagle3, goodput at 1 / 16 / 64 / 256, 2 pairs).
+#   g9 (~8.5 min) issue 5's dial-0.9 column (call_s19.sh g9).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s21.sh ks|h5|g9
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -34,7 +38,23 @@ for r in json.load(open(sys.argv[1]))["systems"]["adaptive-spec:goodput"].get("f
 PY
   pack_logs logs-ks.tar.xz /tmp/logs-step/*.log
   ;;
-*) echo "usage: call_s21.sh ks"; exit 2 ;;
+h5|g9)
+  export DEADLINE_S=${DEADLINE_S:-575} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  if [ "$1" = h5 ]; then
+    ( cd /tmp && timeout 110 python3 "$REPO/benchmarks/verify_host_profile.py" --op sampling \
+        --bs 64 --calls 1000 ) 2>&1 | grep -v -e UserWarning -e "tl.where" | tee "$OUT/verify-host-profile-sampling.txt"
+    say "host profile done"
+  fi
+  dial=0.${1#?}
+  build_pair /tmp/dial-8b "dial:$dial" --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  sweep 0 "g${1#?}-dial" /tmp/dial-8b/target "/tmp/dial-8b/draft-dial-$dial" plain,eagle3,adaptive-spec:goodput \
+    --concurrency 1,16,64,256 --repeat 2 --time-budget-s 5 --time-budget-from 256:6 \
+    --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > "/tmp/tail-g${1#?}.txt"
+  report "g${1#?}-" "logs-$1.tar.xz" "/tmp/tail-g${1#?}.txt"
+  goodput_cost_model "$OUT"/sweep-g*-dial.json
+  ;;
+*) echo "usage: call_s21.sh ks|h5|g9"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
