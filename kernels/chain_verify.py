@@ -53,6 +53,11 @@ Top-p alone (no top-k, no min-p, target-only; since session 11, ``top_p_method``
 the inverse CDF: the decision is certain from p'(d) in [p(d), p(d) / top_p] outside a narrow
 band (which takes 3-4), and the residual token is drawn by rejection from the whole
 distribution (`_top_p_by_rejection`): the same distribution, two passes instead of ~10-16.
+Two shortcuts into 3 (since session 21, either method): a draft at the nucleus edge (the mass
+above it below top_p, with it and its ties at least top_p: the usual case of a dominant
+draft) has its nucleus, the tokens >= x_d, and the nucleus mass from pass 1 (which counts the
+ties of the draft's value), so no search; and for any draft known to be kept the search stops
+at the first probe whose mass above proves the nucleus mass small enough for acceptance.
 
 Kept sets follow flashinfer's renorm semantics (what SGLang's ``top_k_renorm_prob`` /
 ``top_p_renorm_prob`` implement): top-k keeps tokens with fewer than k strictly larger
