@@ -38,11 +38,13 @@ the schema) and the run goes on.  A time budget (default 170 s) skips what is le
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import importlib
 import importlib.util
 import json
 import math
+import os
 import platform
 import sys
 import time
@@ -129,6 +131,23 @@ def _graph_us(fn, calls=20):
         ts.append(start.elapsed_time(end) * 1000.0 / calls)
     del graph
     return sorted(ts)[len(ts) // 2]
+
+
+@contextlib.contextmanager
+def _launch_mode(impl):
+    """``triton-direct``: our kernels launched directly (kernels/launch.py) while inside."""
+    if impl != "triton-direct":
+        yield
+        return
+    old = os.environ.get("ADAPTIVE_SPEC_TRITON_LAUNCH")
+    os.environ["ADAPTIVE_SPEC_TRITON_LAUNCH"] = "direct"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("ADAPTIVE_SPEC_TRITON_LAUNCH", None)
+        else:
+            os.environ["ADAPTIVE_SPEC_TRITON_LAUNCH"] = old
 
 
 def _reps_for(fn, budget_s=0.12, lo=5, hi=60):
@@ -418,6 +437,10 @@ def main(argv=None):
                          "a fault that needs earlier calls (session 8)")
     ap.add_argument("--scenarios", default="draft~target,flat",
                     help="sampling inputs to run (comma list of draft~target, flat)")
+    ap.add_argument("--direct", action="store_true",
+                    help="also time our kernels launched directly (impl triton-direct: "
+                         "ADAPTIVE_SPEC_TRITON_LAUNCH=direct for its calls), in the same process "
+                         "as the JIT launch")
     ap.add_argument("--smoke-cpu", action="store_true",
                     help="exercise this script on CPU (Triton interpreter, torch stand-in for "
                          "sgl_kernel, tiny grid); timings are meaningless")
@@ -430,8 +453,6 @@ def main(argv=None):
     global _SMOKE
     _SMOKE = args.smoke_cpu
     if _SMOKE:
-        import os
-
         os.environ["TRITON_INTERPRET"] = "1"
         args.bs, args.k, args.vocab = "1,3", "1,3", "64,200"
     t_start = time.perf_counter()
@@ -530,36 +551,49 @@ def main(argv=None):
     greedy_identical = []
     gen = torch.Generator(device=device).manual_seed(0)
 
+    impls = ("sglang", "triton") + (("triton-direct",) if args.direct else ())
+
     def measure(point, calls, compare):
         """Time each implementation on its own; ``calls[impl] = (checked_call, timed_call)``.
-        ``compare(outs)`` -> dict of fields for the triton row (needs both outputs)."""
-        res, outs = {}, {}
-        for impl in ("sglang", "triton"):
+        ``compare(outs)`` -> dict of fields for the triton row (needs both outputs).
+        ``triton-direct`` (--direct): our calls again, launched directly."""
+        res, outs, triton_row = {}, {}, None
+        for impl in impls:
+            fns = calls["triton" if impl == "triton-direct" else impl]
             try:
-                outs[impl] = calls[impl][0]()
-                reps = _reps_for(calls[impl][1])
-                res[impl] = _time_us(calls[impl][1], reps)
+                with _launch_mode(impl):
+                    outs[impl] = fns[0]()
+                    reps = _reps_for(fns[1])
+                    res[impl] = _time_us(fns[1], reps)
                 rows.append(dict(point, impl=impl, us_median=round(res[impl][0], 2),
                                  us_p90=round(res[impl][1], 2), reps=reps,
                                  mean_accepted=round(float(outs[impl][2].float().mean()), 3)))
             except Exception as exc:  # noqa: BLE001
                 record_error(dict(point, impl=impl), exc)
                 continue
+            if impl == "triton":
+                triton_row = rows[-1]
             if args.graph_timing and not _SMOKE:
                 try:
-                    rows[-1]["us_graph"] = round(_graph_us(calls[impl][1]), 2)
+                    with _launch_mode(impl):
+                        rows[-1]["us_graph"] = round(_graph_us(fns[1]), 2)
                 except Exception as exc:  # noqa: BLE001
                     record_error(dict(point, impl=impl, op=point["op"] + ":graph"), exc)
-        if "triton" in res:
+            if impl == "triton-direct":
+                if "sglang" in res:
+                    rows[-1]["speedup"] = round(res["sglang"][0] / res[impl][0], 3)
+                if "triton" in outs:  # the same kernel on the same inputs and coins
+                    rows[-1]["identical_to_triton"] = _same(outs[impl], outs["triton"])
+        if triton_row is not None:
             extra = {}
-            if len(outs) == 2:
+            if "sglang" in outs:
                 try:
                     extra.update(compare(outs))
                 except Exception as exc:  # noqa: BLE001
                     record_error(dict(point, impl="compare"), exc)
             if "sglang" in res:
                 extra["speedup"] = round(res["sglang"][0] / res["triton"][0], 3)
-            rows[-1].update(extra)
+            triton_row.update(extra)
 
     for v, k, bsz in grid:
         d = k + 1

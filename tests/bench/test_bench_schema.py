@@ -150,11 +150,18 @@ def test_kernel_bench_runs_only_the_verify_kinds_and_inputs_asked_for(tmp_path):
     out = tmp_path / "k.json"
     bench = Path(__file__).resolve().parents[2] / "benchmarks" / "kernel_bench.py"
     r = subprocess.run([sys.executable, str(bench), "--smoke-cpu", "--no-tune", "--no-checks",
-                        "--ops", "sampling", "--scenarios", "flat", "--out", str(out)],
+                        "--ops", "sampling", "--scenarios", "flat", "--direct", "--out", str(out)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     rows = json.loads(out.read_text())["rows"]
     assert rows and {(row["op"], row["scenario"]) for row in rows} == {("chain_verify_sampling", "flat")}
+    # --direct: a third row per point, our calls again under ADAPTIVE_SPEC_TRITON_LAUNCH=direct
+    # (on CPU tensors the launcher takes the JIT path: this checks the rows and fields only)
+    points = {(row["bs"], row["k"], row["vocab"]) for row in rows}
+    direct = [row for row in rows if row["impl"] == "triton-direct"]
+    assert len(direct) == len(points) and all(row["identical_to_triton"] and "speedup" in row
+                                              for row in direct)
+    assert all("speedup" in row for row in rows if row["impl"] == "triton")
     bad = subprocess.run([sys.executable, str(bench), "--ops", "gredy", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1

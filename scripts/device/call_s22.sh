@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Prepared in session 21 for the next GPU session (not run). One H200 each unless named:
+#   kg (~8 min) issue 6's whole kernel grid on the current kernels: B = 1 / 16 / 64 / 256,
+#      k = 1 / 3 / 7, V = 32,000 / 128,256 / 163,840, greedy and sampling, our kernels launched
+#      both ways in the same process (--direct: session 21's host profile read 151.7 us a top-p
+#      call through the JIT and 126.5 launched directly), CUDA-graph GPU time, the distribution
+#      check: "never slower at any point of the grid" and the 3x / 2x at B = 64, k = 3.
+#   sv (~7 min) issue 5's TPOT SLO on the current goodput code (last run in session 5-6):
+#      plain, eagle3, goodput, goodput with --adaptive-spec-tpot-slo-ms 12 at 1 / 16 / 64 / 128,
+#      dial 0.7, one pass, 6-s windows.
+#   Also prepared: call_s20.sh td (nvidia-h200-x2, issue 9's TP = 2 diagnosis) and call_s16.sh mp
+#   (issue 10's MoE layout at 1-64 in 3 paired repeats, two GPUs: run on x2 when lent).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s22.sh kg|sv
+source scripts/device/common.sh
+
+say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+case "${1:-}" in
+kg)
+  export DEADLINE_S=${DEADLINE_S:-570}
+  ( cd /tmp && timeout 540 python3 "$REPO/benchmarks/kernel_bench.py" --no-tune --graph-timing \
+      --direct --budget-s 500 --out "$OUT/kernels-grid.json" 2>&1 \
+      | grep -E "rror|wrote|warm-up|done" | tail -40 )
+  ;;
+sv)
+  export DEADLINE_S=${DEADLINE_S:-450} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  sweep 0 slo-dial-0.7 /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput,adaptive-spec:goodput-slo12 --concurrency 1,16,64,128 \
+    --time-budget-s 6 --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" \
+    --system-args "adaptive-spec:goodput-slo12=--adaptive-spec-policy goodput --adaptive-spec-tpot-slo-ms 12" \
+    > /tmp/tail-sv.txt
+  report slo- logs-sv.tar.xz /tmp/tail-sv.txt
+  ;;
+*) echo "usage: call_s22.sh kg|sv"; exit 2 ;;
+esac
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$1"
+say "done $1"
