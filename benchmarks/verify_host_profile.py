@@ -95,8 +95,6 @@ def main(argv=None) -> int:
 
 
 def _sampling(args, torch, dev, cv, paths, logits, tree, gen) -> int:
-    import os
-
     bsz, d = args.bs, args.k + 1
     cand = kb._sampled_drafts(logits, bsz, d, 0.7, gen)
     temps = torch.full((bsz, 1), 0.7, device=dev)
@@ -113,11 +111,8 @@ def _sampling(args, torch, dev, cv, paths, logits, tree, gen) -> int:
                                                 None, None, 1.0, 1.0, *outs, split_stats=split)
 
     def direct():
-        os.environ["ADAPTIVE_SPEC_TRITON_LAUNCH"] = "direct"
-        try:
+        with kb._launch_mode("triton-direct"):
             ours()()
-        finally:
-            os.environ.pop("ADAPTIVE_SPEC_TRITON_LAUNCH", None)
 
     def uniforms():
         torch.rand_like(cand, dtype=torch.float32, device=dev)

@@ -591,8 +591,8 @@ def _sample_stats_kernel(
     """The sampler's first pass, split: grid (D*B*NS,) (one axis, as in the greedy rows
     kernel), program (row, s) writes the stats of vocab slice s of one row (max, normaliser,
     mass and count above the draft token, count equal to it, fp32 [row, s, _NSTAT]).  Few
-    registers, so many programs per SM: the pass is bandwidth-bound instead of one latency-bound program per row walking
-    the whole vocabulary."""
+    registers, so many programs per SM: the pass is bandwidth-bound instead of one
+    latency-bound program per row walking the whole vocabulary."""
     pid = tl.program_id(0)
     rb = pid // NS
     s = pid - rb * NS
@@ -923,7 +923,8 @@ _sm_count: Dict[Tuple, int] = {}
 
 
 # Triton's JIT launch, or with ADAPTIVE_SPEC_TRITON_LAUNCH=direct the compiled kernel's own
-# launcher after the first call (kernels/launch.py; measured no faster on the H200)
+# launcher after the first call (kernels/launch.py; on the H200 greedy no faster in session 11,
+# a top-p call 151.7 -> 126.5 us in session 21: kernel_bench.py --direct to decide the default)
 _launch_greedy_rows = DirectLauncher(_greedy_rows_kernel)
 _launch_greedy_chain = DirectLauncher(_greedy_chain_kernel)
 _launch_sample_stats = DirectLauncher(_sample_stats_kernel)

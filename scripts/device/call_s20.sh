@@ -136,14 +136,7 @@ sl)  # issue 5's step load 1 -> 128 -> 1 (15 s a phase; last run in session 3): 
   export DEADLINE_S=${DEADLINE_S:-300} ADAPTIVE_SPEC_WARM_SAMPLING=0
   build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
   say "model built"
-  step_load /tmp/soak-8b
-  python3 - "$OUT"/sweep-step-dial-0.7.json <<'PY'
-import json, sys
-for r in json.load(open(sys.argv[1]))["systems"]["adaptive-spec:goodput"].get("final_status") or []:
-    for e in r.get("follow") or []:
-        print("follow", json.dumps(e))
-PY
-  pack_logs logs-sl.tar.xz /tmp/logs-step/*.log
+  step_load_follow /tmp/soak-8b logs-sl.tar.xz
   ;;
 *) echo "usage: call_s20.sh t2|td|gg|wm|ws|fs|w6|sl"; exit 2 ;;
 esac

@@ -32,14 +32,7 @@ ks)
   say "probe done"
   build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
   say "model built"
-  step_load /tmp/soak-8b
-  python3 - "$OUT"/sweep-step-dial-0.7.json <<'PY'
-import json, sys
-for r in json.load(open(sys.argv[1]))["systems"]["adaptive-spec:goodput"].get("final_status") or []:
-    for e in r.get("follow") or []:
-        print("follow", json.dumps(e))
-PY
-  pack_logs logs-ks.tar.xz /tmp/logs-step/*.log
+  step_load_follow /tmp/soak-8b logs-ks.tar.xz
   ;;
 h5|h9)
   export DEADLINE_S=${DEADLINE_S:-$([ "$1" = h5 ] && echo 575 || echo 590)} ADAPTIVE_SPEC_WARM_SAMPLING=0

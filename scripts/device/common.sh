@@ -186,6 +186,19 @@ step_load() {
   grep -h "adaptive_spec decision" /tmp/logs-step/*.log | head -400 > "$OUT/step-decisions.log"
 }
 
+# step_load on pair dir $1, then goodput's follow record (issue 5: how many decisions after a
+# size change each switch came) and the server logs packed into $OUT/$2
+step_load_follow() {
+  step_load "$1"
+  python3 - "$OUT"/sweep-step-dial-0.7.json <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["systems"]["adaptive-spec:goodput"].get("final_status") or []:
+    for e in r.get("follow") or []:
+        print("follow", json.dumps(e))
+PY
+  pack_logs "$2" /tmp/logs-step/*.log
+}
+
 # The phase clocks' table (ms of wall time per decode step by scheduler phase, every server,
 # plain included: ADAPTIVE_SPEC_PHASE_TIMING) of the sweep logs in $1, as text and JSON. From
 # /tmp: the repo's own adaptive_spec/ would shadow the installed copy that holds `bench`.
