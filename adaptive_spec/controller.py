@@ -17,8 +17,9 @@ from collections import Counter, deque
 from typing import Optional, Sequence
 
 from .config import AdaptiveSpecConfig
-from .follow import FollowLog
+from .follow import PROBING, FollowLog
 from .policy import Decision, make_policy
+from .policy.goodput import bucket_of
 from .signals import AcceptanceStats, LoadSnapshot, StepTimer
 from .staleness import StalenessLedger
 
@@ -154,10 +155,16 @@ class Controller:
         self._decisions = Counter()  # (steps, reason) -> count (read `decisions`)
         self._steps_histogram = Counter()  # steps -> decode batches launched with it
         self._pending = 0  # decisions equal to `last` not yet booked (see FLUSH_EVERY)
-        self.off_run = 0  # consecutive decisions of 0 steps up to the last one (any reason)
+        # decisions of 0 steps since the last drafting one that was not a probe (follow.PROBING),
+        # 0 while the last decision drafts: what the plain prefill waits for. A probe pauses the
+        # run instead of ending it: GPU, session 21, the prefills of a busy server ran with the
+        # draft for PLAIN_PREFILL_AFTER_OFF_STEPS decisions after every probe or re-probe
+        self.off_run = 0
+        self._off_streak = 0
+        self.decided_running = 0  # the batch size of the last decision
         self.switches = 0
         self.follow = FollowLog()  # how many decisions after a load change the choice moved
-        self.modes = Counter()  # worker step modes: off / catchup / on / reentry; prefill-plain batches
+        self.modes = Counter()  # worker step modes: off / catchup / on / reentry; prefill-plain / -spec batches
         self.staleness = StalenessLedger()  # stale draft positions at each re-entry
         self.fallback_reason: Optional[str] = None
         self.decide_seconds = 0.0
@@ -248,6 +255,34 @@ class Controller:
             return
         _notify(self.result_listeners, steps, dt)
 
+    def prefill_may_run_plain(self, new_requests: int, min_off_run: int) -> bool:
+        """Whether a prefill of `new_requests` may skip the draft (hooks_plain): drafting has
+        been off for `min_off_run` decisions (a probe pausing the count), or the batch grows
+        out of the size class of the last decision into one where the policy would run no
+        drafts, by its model (`forecast`, probes left out).
+
+        Why the second: in a busy closed loop a whole batch of requests finishes at once, the
+        few left draft while they drain, and the wave of new requests that refills the batch
+        was prefilled with the draft, decode steps (and so decisions) being scarce while it
+        lasts (GPU, session 21, dial 0.9 at 256 requests: no plain prefill in a level where
+        the policy chose plain on every steady step). Within the size class of the last
+        decision the off run alone decides: there the forecast is that decision, and a choice
+        switching in the crossover band would let requests draft soon from a prompt the
+        draft never saw."""
+        if self.off_run >= min_off_run:
+            return True
+        forecast = getattr(self.policy, "forecast", None)
+        if forecast is None or self.fallback_reason is not None or self.last is None:
+            return False  # no forecast; or no decision yet: a new server's first requests
+        after = self.snapshot.running + new_requests
+        if bucket_of(after) == bucket_of(self.decided_running):
+            return False
+        try:
+            return forecast(self.snapshot.with_running(after), self.acceptance) == 0
+        except Exception as exc:  # never a reason to stop serving: a spec prefill is safe
+            self.fail(f"policy forecast: {exc!r}")
+            return False
+
     # ---- the decision -------------------------------------------------------------
     def decide(self, batch_size: int) -> Decision:
         """Draft steps for the decode batch about to launch (batch_size requests)."""
@@ -256,6 +291,7 @@ class Controller:
         if self.fallback_reason is not None:
             decision = self._fallback_decision()
         else:
+            self.decided_running = batch_size
             snap = self.snapshot
             if snap.running != batch_size:
                 snap = snap.with_running(batch_size)  # the worker's batch is authoritative
@@ -283,7 +319,11 @@ class Controller:
     def _record(self, decision: Decision) -> None:
         self.decision_count += 1
         self.follow.on_decision(self.decision_count, self.snapshot.running, decision.steps, decision.reason)
-        self.off_run = self.off_run + 1 if decision.steps == 0 else 0
+        if decision.steps == 0:
+            self._off_streak += 1
+        elif decision.reason not in PROBING:
+            self._off_streak = 0
+        self.off_run = self._off_streak if decision.steps == 0 else 0
         last = self.last
         if last is None or decision.steps != last.steps or decision.reason != last.reason:
             self._flush()
@@ -342,7 +382,7 @@ class Controller:
         self.log.enabled = new_cfg.log_decisions
         self._flush()
         self.last = None
-        self.off_run = 0
+        self.off_run = self._off_streak = 0
 
     def reset_stats(self) -> None:
         """Zero the counters and acceptance (benchmarks measure one mode at a time)."""
@@ -359,7 +399,8 @@ class Controller:
         self.recent_policy_cpu_s.clear()
 
     def note_mode(self, mode: str) -> None:
-        """How the worker ran the step (off / catchup / on / reentry, or a prefill-plain); see hooks_offpath."""
+        """How the worker ran the step (off / catchup / on / reentry, or a prefill: prefill-plain,
+        prefill-spec); see hooks_offpath."""
         self.modes[mode] += 1
 
     # ---- failure ------------------------------------------------------------------

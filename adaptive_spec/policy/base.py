@@ -34,6 +34,10 @@ class Policy(Protocol):
 
     def decide(self, snap: LoadSnapshot, acc: AcceptanceStats) -> Decision: ...
 
+    # optional: the steps `decide` would choose at this load, probes left out, changing
+    # nothing (Controller.forecast_off)
+    def forecast(self, snap: LoadSnapshot, acc: AcceptanceStats) -> int: ...
+
 
 class ForcedPolicy:
     """Holds drafting off, on, or alternates every `period` decode steps (test aid)."""
@@ -41,6 +45,11 @@ class ForcedPolicy:
     def __init__(self, mode: str, period: int, max_steps: int):
         self.mode, self.period, self.max_steps = mode, period, max_steps
         self._step = 0
+
+    def forecast(self, snap: LoadSnapshot, acc: AcceptanceStats) -> int:
+        """Off when forced off; otherwise the drafting count (flapping: the next switch is
+        never known to be off for long)."""
+        return 0 if self.mode == "off" else self.max_steps
 
     def decide(self, snap: LoadSnapshot, acc: AcceptanceStats) -> Decision:
         if self.mode == "off":

@@ -502,14 +502,34 @@ class GoodputPolicy:
 
     def _decide(self, bucket: int, acc: AcceptanceStats) -> Decision:
         expected = self.expected_tokens(acc)
-        times, candidates = self._bucket_view(bucket)
-        # each k's decode step plus the prefill time it brings per step (prefill_load.py)
-        times = [t + self.prefill.per_step(bucket, e) for e, t in zip(expected, times)]
-        goodput = [e / t for e, t in zip(expected, times)]
+        times, candidates, goodput = self._goodput_at(bucket, expected)
         self._last_goodput = goodput
         probe = self._probe(bucket, expected, goodput[_argmax(candidates, goodput)])
         if probe is not None:
             return Decision(probe, self._probe_reason)
+        best, reason = self._choose(times, candidates, goodput, expected)
+        self._current = best
+        return Decision(best, reason)
+
+    def forecast(self, snap: LoadSnapshot, acc: AcceptanceStats) -> int:
+        """The step count the cost model would choose at `snap.running` now, probes left out,
+        changing nothing: a prefill asks whether the batch its requests join will draft
+        (hooks_plain.after_prepare_for_extend). Rank-identical as `decide` is."""
+        expected = self.expected_tokens(acc)
+        times, candidates, goodput = self._goodput_at(bucket_of(snap.running), expected)
+        return self._choose(times, candidates, goodput, expected)[0]
+
+    def _goodput_at(self, bucket: int, expected: list[float]) -> tuple:
+        """(each k's time per decode step, the k that may be chosen, each k's goodput)."""
+        times, candidates = self._bucket_view(bucket)
+        # each k's decode step plus the prefill time it brings per step (prefill_load.py)
+        times = [t + self.prefill.per_step(bucket, e) for e, t in zip(expected, times)]
+        return times, candidates, [e / t for e, t in zip(expected, times)]
+
+    def _choose(self, times: list, candidates: list, goodput: list, expected: list) -> tuple:
+        """(k, reason): the best goodput among the candidates (those meeting the TPOT target,
+        when one is set and any does), kept at the current k unless a switch gains more than
+        `switch_margin`."""
         reason = "cost_model"
         slo = self.cfg.tpot_slo_ms
         if slo is not None:
@@ -520,8 +540,7 @@ class GoodputPolicy:
         cur = self._current
         if cur is not None and cur in candidates and goodput[best] <= goodput[cur] * (1 + self.switch_margin):
             best = cur  # not worth a switch
-        self._current = best
-        return Decision(best, reason)
+        return best, reason
 
     def _bucket_view(self, bucket: int) -> tuple:
         """(step time of each k, the k that may be chosen) at this bucket. Chosen only where

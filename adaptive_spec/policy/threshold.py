@@ -69,6 +69,12 @@ class ThresholdPolicy:
         self._probe_gap = self.cfg.reprobe_interval
         return Decision(self.max_steps, "idle")
 
+    def forecast(self, snap: LoadSnapshot, acc: AcceptanceStats) -> int:
+        """The steps `decide` would choose at this load, re-probes left out, changing nothing
+        (a prefill asks whether the batch its requests join will draft, hooks_plain)."""
+        off = self._load_says_off(snap) is not None or self._acceptance_too_low(acc)
+        return 0 if off else self.max_steps
+
     def _off_for_acceptance(self, step: int) -> Decision:
         cfg = self.cfg
         if step < self._probe_until:

@@ -158,6 +158,8 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
         return plain_step(worker, batch, path, ctl)
     if batch.forward_mode.is_extend():  # SGLang's prefill writes the draft KV of its tokens
         catchup.clear_stale(getattr(batch, "reqs", None) or ())
+        if ctl is not None:  # beside prefill-plain: how many prefills still ran the draft
+            ctl.note_mode("prefill-spec")
     if path is None or ctl is None or ctl.cfg.off_path not in DECODE_PATHS or batch.forward_mode.is_extend() or batch.is_extend_in_batch or batch.forward_mode.is_idle():
         return orig(worker, batch, *args, **kwargs)
     try:

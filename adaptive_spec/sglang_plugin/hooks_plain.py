@@ -182,8 +182,9 @@ def around_prepare_for_decode(orig, batch, *args, **kwargs):
 
 
 # A prefill runs plain only once drafting has been off this many decode steps in a row: a
-# sustained off period (a busy server), not a probe's gap or the crossover band's switching,
-# where its requests would soon draft from a prompt the draft never saw.
+# sustained off period (a busy server), not the crossover band's switching, where its requests
+# would soon draft from a prompt the draft never saw. A policy's probes pause the count, and
+# a prefill while one drafts is a spec prefill (Controller.prefill_may_run_plain, follow.PROBING).
 PLAIN_PREFILL_AFTER_OFF_STEPS = 32
 # ... and only a batch of short prompts: what a plain prefill saves is the draft's prefill, mostly
 # a fixed host cost per batch (on the H200 forced off made 0.96-0.97x of plain with spec
@@ -198,7 +199,8 @@ def after_prepare_for_extend(ret, batch, *args, **kwargs):
     (the default since session 15), a prefill of short prompts while drafting is off runs as the
     plain server's (SGLang prepares a prefill the same way for both; the spec step differs in the
     worker: the target keeps every token's hidden states and the draft prefills the prompt,
-    eager). Off means the last PLAIN_PREFILL_AFTER_OFF_STEPS decisions were 0 steps, the same on
+    eager). Off means the last PLAIN_PREFILL_AFTER_OFF_STEPS decisions were 0 steps, or the batch
+    grows into a size where the policy runs plain (Controller.prefill_may_run_plain), the same on
     every TP rank. Its requests' stale marks cover the prompt past its cached prefix: the full
     catch-up at re-entry writes their draft KV (catchup.py). The batch
     stays plain until it merges (before_merge_batch) or, as the running batch, until its first
@@ -206,7 +208,7 @@ def after_prepare_for_extend(ret, batch, *args, **kwargs):
     ctl = get_controller()
     if not active() or ctl is None or ctl.cfg.off_path != "plain" or ctl.cfg.off_prefill != "plain":
         return None
-    if ctl.off_run < PLAIN_PREFILL_AFTER_OFF_STEPS or not batch.forward_mode.is_extend() or not batch_eligible(batch):
+    if not batch.forward_mode.is_extend() or not batch_eligible(batch):
         return None
     if getattr(batch, "chunked_req", None) is not None:  # a prompt in chunks: left to SGLang
         return None
@@ -214,6 +216,8 @@ def after_prepare_for_extend(ret, batch, *args, **kwargs):
         return None
     if any(getattr(req, "multimodal_inputs", None) is not None for req in batch.reqs):
         return None  # the catch-up re-runs prompts from their token ids: not an image's
+    if not ctl.prefill_may_run_plain(len(batch.reqs), PLAIN_PREFILL_AFTER_OFF_STEPS):
+        return None
     batch.spec_algorithm = sglang_names().no_spec
     setattr(batch, PLAIN_MARK, True)
     cached = batch.prefix_lens or [0] * len(batch.reqs)  # a cached prefix keeps its draft KV

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared in session 21 for the next GPU session (not run). One H200 each unless named:
+# Session 22 (kg, sv prepared in session 21; pw, aw in 22). One H200 each unless named:
 #   kg (~8 min) issue 6's whole kernel grid on the current kernels: B = 1 / 16 / 64 / 256,
 #      k = 1 / 3 / 7, V = 32,000 / 128,256 / 163,840, greedy and sampling, our kernels launched
 #      both ways in the same process (--direct: session 21's host profile read 151.7 us a top-p
@@ -8,9 +8,15 @@
 #   sv (~7 min) issue 5's TPOT SLO on the current goodput code (last run in session 5-6):
 #      plain, eagle3, goodput, goodput with --adaptive-spec-tpot-slo-ms 12 at 1 / 16 / 64 / 128,
 #      dial 0.7, one pass, 6-s windows.
+#   pw (~7 min) issue 5's dial-0.9 cells again after session 22's prefill rule (a prefill that
+#      takes the batch into a size class where the policy runs plain skips the draft; probes
+#      pause the off run): plain, eagle3, goodput at 64 / 256, 3 paired repeats. Session 21:
+#      0.916x of the better mean at 256 with no plain prefill in one repeat.
+#   aw (~4 min) the always-wrong draft at 64 requests, plain and goodput, 4 paired repeats
+#      (session 20: 0.955x pooled over 5 pairs; goodput re-probes k = 1 there).
 #   Also prepared: call_s20.sh td (nvidia-h200-x2, issue 9's TP = 2 diagnosis) and call_s16.sh mp
 #   (issue 10's MoE layout at 1-64 in 3 paired repeats, two GPUs: run on x2 when lent).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s22.sh kg|sv
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s22.sh kg|sv|pw|aw
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -32,7 +38,26 @@ sv)
     > /tmp/tail-sv.txt
   report slo- logs-sv.tar.xz /tmp/tail-sv.txt
   ;;
-*) echo "usage: call_s22.sh kg|sv"; exit 2 ;;
+pw)
+  export DEADLINE_S=${DEADLINE_S:-575} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/dial-8b dial:0.9 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  sweep 0 pw-dial /tmp/dial-8b/target /tmp/dial-8b/draft-dial-0.9 plain,eagle3,adaptive-spec:goodput \
+    --concurrency 64,256 --repeat 3 --time-budget-s 5 --time-budget-from 256:6 \
+    --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > /tmp/tail-pw.txt
+  report pw- logs-pw.tar.xz /tmp/tail-pw.txt
+  goodput_cost_model "$OUT"/sweep-pw-dial.json
+  ;;
+aw)
+  export DEADLINE_S=${DEADLINE_S:-420} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/rw-8b random --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  sweep 0 aw-random /tmp/rw-8b/target /tmp/rw-8b/draft-random plain,adaptive-spec:goodput \
+    --concurrency 64 --repeat 4 --time-budget-s 6 \
+    --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > /tmp/tail-aw.txt
+  report aw- logs-aw.tar.xz /tmp/tail-aw.txt
+  ;;
+*) echo "usage: call_s22.sh kg|sv|pw|aw"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"

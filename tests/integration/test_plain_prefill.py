@@ -64,8 +64,8 @@ def test_other_prefills_stay_sglangs(monkeypatch, future_map, why):
     elif why == "path off":
         decided({})
         monkeypatch.setattr(hooks_plain._state, "future_map", None)
-    elif why == "off too briefly":
-        decided({}, steps=hooks_plain.PLAIN_PREFILL_AFTER_OFF_STEPS - 1)
+    elif why == "off too briefly":  # 5 + 2 requests: the last decision's size class (5-8)
+        decided({}, batch_size=5, steps=hooks_plain.PLAIN_PREFILL_AFTER_OFF_STEPS - 1)
     elif why == "long prompts":  # the catch-up at re-entry would re-run the target over them
         decided({})
         batch.extend_num_tokens = (hooks_plain.PLAIN_PREFILL_MAX_TOKENS_PER_REQUEST + 1) * len(batch.reqs)
@@ -74,6 +74,47 @@ def test_other_prefills_stay_sglangs(monkeypatch, future_map, why):
         batch.reqs[1].multimodal_inputs = object()
     hooks_plain.after_prepare_for_extend(None, batch)
     assert not batch.spec_algorithm.is_none() and not getattr(batch, "_as_plain", False)
+
+
+def test_a_prefill_right_after_a_policys_probe_runs_plain_and_one_during_it_does_not(monkeypatch, future_map):
+    """A probe pauses the off run (controller.EXCURSIONS): the prefill after it is plain at once,
+    the one while it drafts is SGLang's (a plain one would make the probe's next step a
+    catch-up)."""
+    from adaptive_spec.policy import Decision
+
+    install(monkeypatch, AdaptiveSpecConfig(force="off", **PLAIN_PREFILL))
+    ctl = decided({})
+    script = iter([Decision(2, "probe")] * 3 + [Decision(0, "cost_model")])
+    monkeypatch.setattr(ctl, "policy", types.SimpleNamespace(max_steps=3, decide=lambda snap, acc: next(script)))
+    prepared = []
+    for _ in range(4):
+        ctl.decide(4)
+        batch = prefill_batch(future_map, rows=[2, 5])
+        hooks_plain.after_prepare_for_extend(None, batch)
+        prepared.append(batch.spec_algorithm.is_none())
+    assert prepared == [False, False, False, True]
+
+
+def test_a_prefill_growing_the_batch_to_where_the_policy_runs_plain_skips_the_draft(monkeypatch, future_map):
+    """The refill of a busy closed loop: the last decision drafted at 20 requests; a prefill
+    taking the batch to 129 is plain when the policy would run plain there (its forecast),
+    one taking it to 22 is SGLang's."""
+    from adaptive_spec.policy import Decision
+    from adaptive_spec.signals import LoadSnapshot
+
+    install(monkeypatch, AdaptiveSpecConfig(**PLAIN_PREFILL))
+    ctl = state.get_controller()
+    plain_from_128 = lambda snap, acc: 0 if snap.running >= 128 else 3  # noqa: E731
+    monkeypatch.setattr(ctl, "policy", types.SimpleNamespace(
+        max_steps=3, forecast=plain_from_128, decide=lambda snap, acc: Decision(3, "cost_model")))
+    ctl.decide(20)
+    prepared = []
+    for running in (20, 127):
+        ctl.on_snapshot(LoadSnapshot(running=running))
+        batch = prefill_batch(future_map, rows=[2, 5])
+        hooks_plain.after_prepare_for_extend(None, batch)
+        prepared.append(batch.spec_algorithm.is_none())
+    assert prepared == [False, True]
 
 
 def test_a_plain_prefill_merging_into_a_spec_batch_joins_its_draft_input(monkeypatch, future_map):

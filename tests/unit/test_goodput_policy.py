@@ -78,6 +78,30 @@ def test_picks_intermediate_steps_in_the_crossover():
     assert true_goodput(64, 0.7, k) >= 0.99 * true_goodput(64, 0.7, true_best_k(64, 0.7))
 
 
+def test_the_forecast_is_the_cost_models_choice_at_a_batch_size_and_changes_nothing():
+    """forecast(snap) is what decide would choose at that batch size, probes left out (a
+    prefill asks it, hooks_plain); calling it between decisions changes none of them."""
+    assert true_best_k(4, 0.5) > 0 and true_best_k(256, 0.5) == 0
+    calls = []
+
+    def run(with_forecasts):
+        ctl, rng = make_ctl(), random.Random(5)
+
+        def ask(_correct):
+            if with_forecasts:
+                calls.append([ctl.policy.forecast(LoadSnapshot(running=n), ctl.acceptance)
+                              for n in (1, 4, 64, 256)])
+        return ctl, (simulate(ctl, 4, 0.5, 800, rng, after_step=ask)
+                     + simulate(ctl, 256, 0.5, 800, rng, after_step=ask))
+
+    ctl, asked = run(True)
+    _, quiet = run(False)
+    assert asked == quiet
+    assert ctl.policy.forecast(LoadSnapshot(running=4), ctl.acceptance) == asked[799] > 0
+    assert ctl.policy.forecast(LoadSnapshot(running=256), ctl.acceptance) == asked[-1] == 0
+    assert calls[0][1] == 0  # nothing measured yet: only k = 0 may be chosen
+
+
 def test_expected_tokens_per_position():
     acc = AcceptanceStats(pos_decay=1.0)
     for _ in range(500):

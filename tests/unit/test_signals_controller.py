@@ -265,3 +265,78 @@ def test_off_run_counts_the_zero_step_decisions_since_the_last_drafting_one():
         ctl.decide(4)
         runs.append(ctl.off_run)
     assert runs == [0, 0, 0, 1, 2, 3, 0, 0, 0]
+
+
+@pytest.mark.parametrize("reason, resumes", [("probe", True), ("refresh", True), ("reprobe", True),
+                                             ("cost_model", False), ("threshold", False)])
+def test_a_policys_drafting_excursion_pauses_the_off_run_and_a_choice_ends_it(reason, resumes):
+    """A probe, refresh or re-probe that drafts for a few decisions is not the policy's choice:
+    the prefills after it may run plain again at once (GPU, session 21: at 256 requests each
+    probe turned the next 32 decisions' prefills into spec prefills). While it drafts the off
+    run reads 0 (its prefills are spec: a plain one would make its next step a catch-up)."""
+    script = [Decision(0, "cost_model")] * 40 + [Decision(2, reason)] * 3 + [Decision(0, "cost_model")] * 2
+
+    class Scripted:
+        max_steps = 3
+
+        def decide(self, snap, acc):
+            return script[ctl.decision_count]
+
+    ctl = Controller(AdaptiveSpecConfig())
+    ctl.policy = Scripted()
+    runs = []
+    for _ in script:
+        ctl.decide(4)
+        runs.append(ctl.off_run)
+    assert runs[:40] == list(range(1, 41))
+    assert runs[40:43] == [0, 0, 0]
+    assert runs[43:] == ([41, 42] if resumes else [1, 2])
+
+
+class _Drafting:
+    """k = 3 below 128 requests, plain from there (what a busy dense pair's table says)."""
+    max_steps = 3
+
+    def __init__(self, forecast=True, fail=False):
+        self.fail = fail
+        if not forecast:
+            self.forecast = None
+
+    def decide(self, snap, acc):
+        return Decision(self.forecast(snap, acc), "cost_model")
+
+    def forecast(self, snap, acc):
+        if self.fail:
+            raise RuntimeError("boom")
+        return 0 if snap.running >= 128 else 3
+
+
+@pytest.mark.parametrize("decided, new, policy, plain", [
+    (20, 2, _Drafting(), False),  # within the last decision's size class (17-32)
+    (130, 2, _Drafting(), False),  # ... even where the policy runs plain: the off run decides
+    (20, 40, _Drafting(), False),  # a larger class where the policy drafts
+    (120, 10, _Drafting(), True),  # a larger class where it runs plain
+    (120, 10, _Drafting(forecast=False), False),  # a policy that cannot forecast
+    (120, 10, _Drafting(fail=True), False),  # a forecast that fails: a spec prefill, and fallback
+])
+def test_a_prefill_skips_the_draft_when_its_batch_grows_where_the_policy_runs_plain(decided, new, policy, plain):
+    """The refill wave of a busy closed loop (GPU, session 21): the batch drafted while it
+    drained, and its new requests are prefilled before the next decision at the larger size."""
+    ctl = Controller(AdaptiveSpecConfig())
+    ctl.policy = _Drafting()
+    ctl.decide(decided)
+    ctl.policy = policy
+    ctl.on_snapshot(LoadSnapshot(running=decided))
+    assert ctl.off_run < 32
+    assert ctl.prefill_may_run_plain(new, min_off_run=32) is plain
+    assert (ctl.fallback_reason is not None) is policy.fail
+
+
+def test_a_long_off_run_lets_a_prefill_skip_the_draft_whatever_the_forecast():
+    ctl = Controller(AdaptiveSpecConfig(force="off"))
+    for _ in range(32):
+        ctl.decide(200)
+    ctl.policy = _Drafting()  # would draft at 8 requests; the off run alone decides
+    ctl.on_snapshot(LoadSnapshot(running=6))
+    assert ctl.prefill_may_run_plain(2, min_off_run=32)
+    assert not ctl.prefill_may_run_plain(2, min_off_run=33)

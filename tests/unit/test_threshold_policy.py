@@ -221,3 +221,16 @@ def test_reprobes_back_off_while_the_draft_stays_wrong_and_start_afresh_after_a_
     reprobes = [i for i, d in enumerate(again) if d.reason == "reprobe"]
     first_off = next(i for i, d in enumerate(again) if d.reason == "acceptance")
     assert reprobes and reprobes[0] - first_off == 256
+
+
+def test_the_forecast_is_the_load_rule_at_a_batch_size_and_changes_nothing():
+    """forecast (a prefill asks it, hooks_plain): plain at or above the threshold (minus the
+    hysteresis once off), drafting below; asking it moves no state."""
+    cfg = AdaptiveSpecConfig(threshold=32, hysteresis=8, queue_threshold=None)
+    policy, quiet = ThresholdPolicy(cfg), ThresholdPolicy(cfg)
+    acc = AcceptanceStats()
+    assert [policy.forecast(snap(n), acc) for n in (31, 32)] == [3, 0]
+    for n in (30, 32, 31, 25, 23, 31):
+        assert policy.decide(snap(n), acc) == quiet.decide(snap(n), acc)
+        asked = [policy.forecast(snap(m), acc) for m in (24, 25, 40)]
+        assert asked == ([0, 0, 0] if policy._load_off else [3, 3, 0])
