@@ -14,9 +14,12 @@
 #      0.916x of the better mean at 256 with no plain prefill in one repeat.
 #   aw (~4 min) the always-wrong draft at 64 requests, plain and goodput, 4 paired repeats
 #      (session 20: 0.955x pooled over 5 pairs; goodput re-probes k = 1 there).
+#   ph (~5 min) the phase clocks at 128 requests, dial 0.7: plain, forced off, goodput, 2 paired
+#      repeats (this session's cx: goodput 0.920x of plain at 128 and 0.922x at 64 while off on
+#      every steady step, its prefills plain).
 #   Also prepared: call_s20.sh td (nvidia-h200-x2, issue 9's TP = 2 diagnosis) and call_s16.sh mp
 #   (issue 10's MoE layout at 1-64 in 3 paired repeats, two GPUs: run on x2 when lent).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s22.sh kg|sv|pw|aw
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s22.sh kg|sv|pw|aw|ph
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -57,7 +60,19 @@ aw)
     --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > /tmp/tail-aw.txt
   report aw- logs-aw.tar.xz /tmp/tail-aw.txt
   ;;
-*) echo "usage: call_s22.sh kg|sv|pw|aw"; exit 2 ;;
+ph)
+  export DEADLINE_S=${DEADLINE_S:-330} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  sweep 0 ph-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,adaptive-spec:forced-off,adaptive-spec:goodput --concurrency 128 --repeat 2 \
+    --time-budget-s 6 --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" \
+    --system-args "adaptive-spec:forced-off=--adaptive-spec-force off" > /tmp/tail-ph.txt
+  report ph- logs-ph.tar.xz /tmp/tail-ph.txt
+  phases /tmp/logs-ph-dense
+  rm -f "$OUT"/phases-*.json  # the text holds the same; only results-schema JSONs are committed
+  ;;
+*) echo "usage: call_s22.sh kg|sv|pw|aw|ph"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
