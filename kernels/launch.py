@@ -1,5 +1,6 @@
 """Launch a compiled Triton kernel without the JIT's per-call dispatch (opt-in: greedy measured
-no faster in session 11; the top-p verify 17% faster a call in session 21, one reading).
+no faster in session 11; the top-p verify 17% faster a call in session 21, one reading; over
+session 22's whole kernel grid no faster: JIT / direct time 0.975 greedy, 0.986 sampling).
 
 ``kernel[grid](*args, **meta)`` binds the arguments, computes their specialisation, builds a
 cache key (``str`` of the options included), looks the compiled kernel up, then calls its
