@@ -17,9 +17,12 @@
 #   ph (~5 min) the phase clocks at 128 requests, dial 0.7: plain, forced off, goodput, 2 paired
 #      repeats (this session's cx: goodput 0.920x of plain at 128 and 0.922x at 64 while off on
 #      every steady step, its prefills plain).
+#   tw (~2 min) a diagnostic: the plain server at 256 requests (dial-0.9 pair) with four tokenizer
+#      workers (--tokenizer-worker-num 4), 2 repeats, against pw's plain there (one front-end
+#      process at 0.88-0.96 of a core, 136-193 of 256 requests running).
 #   Also prepared: call_s20.sh td (nvidia-h200-x2, issue 9's TP = 2 diagnosis) and call_s16.sh mp
 #   (issue 10's MoE layout at 1-64 in 3 paired repeats, two GPUs: run on x2 when lent).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s22.sh kg|sv|pw|aw|ph
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s22.sh kg|sv|pw|aw|ph|tw
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -72,7 +75,16 @@ ph)
   phases /tmp/logs-ph-dense
   rm -f "$OUT"/phases-*.json  # the text holds the same; only results-schema JSONs are committed
   ;;
-*) echo "usage: call_s22.sh kg|sv|pw|aw|ph"; exit 2 ;;
+tw)
+  export DEADLINE_S=${DEADLINE_S:-160} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/dial-8b dial:0.9 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  sweep 0 tw-dial /tmp/dial-8b/target /tmp/dial-8b/draft-dial-0.9 plain --concurrency 256 \
+    --repeat 2 --time-budget-s 5 --time-budget-from 256:6 \
+    --server-arg "--tokenizer-worker-num 4" > /tmp/tail-tw.txt
+  report tw- logs-tw.tar.xz /tmp/tail-tw.txt
+  ;;
+*) echo "usage: call_s22.sh kg|sv|pw|aw|ph|tw"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
