@@ -35,7 +35,7 @@ class Policy(Protocol):
     def decide(self, snap: LoadSnapshot, acc: AcceptanceStats) -> Decision: ...
 
     # optional: the steps `decide` would choose at this load, probes left out, changing
-    # nothing (Controller.forecast_off)
+    # nothing (Controller.prefill_may_run_plain)
     def forecast(self, snap: LoadSnapshot, acc: AcceptanceStats) -> int: ...
 
 

@@ -212,6 +212,20 @@ def test_status_carries_a_decide_selftest_that_never_calls_the_tp_reducer():
     assert ctl.decision_count == 0 and ctl.policy._decisions == 0  # the real policy untouched
 
 
+def scripted_controller(script):
+    """A Controller whose policy returns script[i] at its i-th decision."""
+    ctl = Controller(AdaptiveSpecConfig())
+
+    class Scripted:
+        max_steps = 3
+
+        def decide(self, snap, acc):
+            return script[ctl.decision_count]
+
+    ctl.policy = Scripted()
+    return ctl
+
+
 def test_runs_of_equal_decisions_book_what_booking_each_one_would(caplog, monkeypatch):
     """The controller books a run of equal decisions in one go (counts, digest, listeners);
     what any reader sees must equal booking every decision: the counts, the crc32 digest the
@@ -231,14 +245,7 @@ def test_runs_of_equal_decisions_book_what_booking_each_one_would(caplog, monkey
         d = Decision(rng.choice((0, 1, 3)), rng.choice(("threshold", "queue")))
         script += [d] * rng.randint(1, 150)
 
-    class Scripted:
-        max_steps = 3
-
-        def decide(self, snap, acc):
-            return script[ctl.decision_count]
-
-    ctl = Controller(AdaptiveSpecConfig())
-    ctl.policy = Scripted()
+    ctl = scripted_controller(script)
     booked, latest = Counter(), []
     ctl.listeners.append(lambda d, n, s: (booked.update({(d.steps, d.reason): n}), latest.append(d)))
     digest, digests_at = 0, {}
@@ -275,15 +282,7 @@ def test_a_policys_drafting_excursion_pauses_the_off_run_and_a_choice_ends_it(re
     probe turned the next 32 decisions' prefills into spec prefills). While it drafts the off
     run reads 0 (its prefills are spec: a plain one would make its next step a catch-up)."""
     script = [Decision(0, "cost_model")] * 40 + [Decision(2, reason)] * 3 + [Decision(0, "cost_model")] * 2
-
-    class Scripted:
-        max_steps = 3
-
-        def decide(self, snap, acc):
-            return script[ctl.decision_count]
-
-    ctl = Controller(AdaptiveSpecConfig())
-    ctl.policy = Scripted()
+    ctl = scripted_controller(script)
     runs = []
     for _ in script:
         ctl.decide(4)
