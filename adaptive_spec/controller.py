@@ -155,11 +155,7 @@ class Controller:
         self._decisions = Counter()  # (steps, reason) -> count (read `decisions`)
         self._steps_histogram = Counter()  # steps -> decode batches launched with it
         self._pending = 0  # decisions equal to `last` not yet booked (see FLUSH_EVERY)
-        # decisions of 0 steps since the last drafting one that was not a probe (follow.PROBING),
-        # 0 while the last decision drafts: what the plain prefill waits for. A probe pauses the
-        # run instead of ending it: GPU, session 21, the prefills of a busy server ran with the
-        # draft for PLAIN_PREFILL_AFTER_OFF_STEPS decisions after every probe or re-probe
-        self.off_run = 0
+        # decisions of 0 steps since the last drafting one that was not a probe (`off_run`)
         self._off_streak = 0
         self.decided_running = 0  # the batch size of the last decision
         self.switches = 0
@@ -255,6 +251,14 @@ class Controller:
             return
         _notify(self.result_listeners, steps, dt)
 
+    @property
+    def off_run(self) -> int:
+        """Decisions of 0 steps since the last drafting one that was not a probe
+        (follow.PROBING), 0 while the last decision drafts: what the plain prefill waits for. A
+        probe pauses the run instead of ending it: GPU, session 21, the prefills of a busy server
+        ran with the draft for PLAIN_PREFILL_AFTER_OFF_STEPS decisions after every probe."""
+        return self._off_streak if self.last is not None and self.last.steps == 0 else 0
+
     def prefill_may_run_plain(self, new_requests: int, min_off_run: int) -> bool:
         """Whether a prefill of `new_requests` may skip the draft (hooks_plain): drafting has
         been off for `min_off_run` decisions (a probe pausing the count), or the batch grows
@@ -323,7 +327,6 @@ class Controller:
             self._off_streak += 1
         elif decision.reason not in PROBING:
             self._off_streak = 0
-        self.off_run = self._off_streak if decision.steps == 0 else 0
         last = self.last
         if last is None or decision.steps != last.steps or decision.reason != last.reason:
             self._flush()
@@ -382,7 +385,7 @@ class Controller:
         self.log.enabled = new_cfg.log_decisions
         self._flush()
         self.last = None
-        self.off_run = self._off_streak = 0
+        self._off_streak = 0
 
     def reset_stats(self) -> None:
         """Zero the counters and acceptance (benchmarks measure one mode at a time)."""
