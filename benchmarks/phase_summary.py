@@ -2,7 +2,12 @@
 adaptive_spec/sglang_plugin/phase_timing.py): one row per busy window (a sweep level) of each
 server log, wall ms per decode step by phase, so plain and ours line up level by level.
 
-  python -m adaptive_spec.bench.phase_summary [--json OUT] [--vs plain] server-plain.log server-ours.log ...
+  python -m adaptive_spec.bench.phase_summary [--json OUT] [--vs plain] [--bands 48-64,96-128] server-*.log
+
+`--bands LO-HI,...` adds one pooled row per server and band of mean running requests, over the
+windows where the server did not draft (`drafting_steps=0`; short windows come from
+ADAPTIVE_SPEC_PHASE_WINDOW_S): the steady middle of a level, where ours runs plain, against
+plain's, without the ramp-up and drain in which ours drafts on purpose.
 """
 from __future__ import annotations
 
@@ -14,7 +19,8 @@ from pathlib import Path
 from typing import List
 
 LINE = re.compile(r"adaptive_spec phases rank=(\d+) window_s=([\d.]+) decode_steps=(\d+) prefills=(\d+) "
-                  r"mean_running=([\d.]+) ms_per_decode_step=(\{.*?\}) calls_per_decode_step=(\{.*?\})")
+                  r"mean_running=([\d.]+) ms_per_decode_step=(\{.*?\}) calls_per_decode_step=(\{.*?\})"
+                  r"(?: drafting_steps=(\d+))?")
 COLUMNS = ("process_input", "get_next_batch", "prepare_for_decode", "merge_batch", "filter_batch",
            "run_batch", "spec_forward", "target_forward", "process_decode", "process_prefill")
 
@@ -27,7 +33,9 @@ def windows(path: Path) -> List[dict]:
             out.append({"rank": int(m.group(1)), "window_s": float(m.group(2)),
                         "decode_steps": int(m.group(3)), "prefills": int(m.group(4)),
                         "mean_running": float(m.group(5)), "ms": json.loads(m.group(6)),
-                        "calls": json.loads(m.group(7))})
+                        "calls": json.loads(m.group(7)),
+                        # None: a line from before the field (the drafting is not known)
+                        "drafting_steps": int(m.group(8)) if m.group(8) is not None else None})
     return out
 
 
@@ -76,13 +84,50 @@ def differences(logs: List[Path], reference: str = "plain") -> str:
     return _aligned(rows)
 
 
+def parse_bands(text: str) -> List[tuple]:
+    """'48-64,96-128' -> [(48.0, 64.0), (96.0, 128.0)]; ValueError on anything else."""
+    bands = []
+    for part in text.split(","):
+        lo, sep, hi = part.partition("-")
+        if not sep or float(lo) > float(hi):
+            raise ValueError(f"bad band {part!r} (expected LO-HI, LO <= HI)")
+        bands.append((float(lo), float(hi)))
+    return bands
+
+
+def pooled(logs: List[Path], bands: List[tuple]) -> str:
+    """Per server and band, over its windows without drafting: ms per decode step (all phases
+    and by phase, weighted by steps), prefills per decode step, and the windows/steps pooled."""
+    head = ["server", "band", "windows", "steps", "pf/step", "ms/step"] + list(COLUMNS)
+    rows = [head]
+    for p in logs:
+        ws = [w for w in windows(p) if w["rank"] == 0 and w["drafting_steps"] == 0]
+        for lo, hi in bands:
+            sel = [w for w in ws if lo <= w["mean_running"] <= hi]
+            n = sum(w["decode_steps"] for w in sel)
+            if not n:
+                continue
+            by_phase = [sum(w["ms"].get(c, 0) * w["decode_steps"] for w in sel) / n for c in COLUMNS]
+            rows.append([server_name(p), f"{lo:g}-{hi:g}", str(len(sel)), str(n),
+                         f"{sum(w['prefills'] for w in sel) / n:.3f}",
+                         f"{1000 * sum(w['window_s'] for w in sel) / n:.2f}"] + [f"{v:.2f}" for v in by_phase])
+    return _aligned(rows) if len(rows) > 1 else "(no window without drafting in any band)"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+", type=Path)
     ap.add_argument("--json", type=Path, help="also write every window as JSON")
     ap.add_argument("--vs", default="plain", metavar="SERVER",
                     help="also print each other server minus this one, level by level (default plain)")
+    ap.add_argument("--bands", help="pooled rows over the windows without drafting, per band of "
+                    "mean running requests: LO-HI[,LO-HI...]")
     a = ap.parse_args(argv)
+    try:
+        bands = parse_bands(a.bands) if a.bands else []
+    except ValueError as exc:
+        print(f"error: --bands: {exc}", file=sys.stderr)
+        return 2
     missing = [str(p) for p in a.logs if not p.is_file()]
     if missing:
         print(f"error: no such log: {', '.join(missing)}", file=sys.stderr)
@@ -90,6 +135,9 @@ def main(argv=None) -> int:
     print(table(a.logs))
     print()
     print(differences(a.logs, a.vs))
+    if bands:
+        print()
+        print(pooled(a.logs, bands))
     if a.json:
         a.json.write_text(json.dumps({server_name(p): windows(p) for p in a.logs}, indent=1))
     return 0

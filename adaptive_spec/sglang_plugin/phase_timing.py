@@ -7,6 +7,12 @@ second, one line for the busy window that just ended:
   adaptive_spec phases rank=0 window_s=9.8 decode_steps=612 prefills=201 mean_running=61.3
     ms_per_decode_step={"run_batch": 4.1, ...} calls_per_decode_step={...}
 
+`ADAPTIVE_SPEC_PHASE_WINDOW_S=S` also ends a window after S busy seconds, so a sweep level
+gives several lines and its steady middle can be told from its ramp-up and drain. Each line
+ends with `drafting_steps=N`: the decode steps of the window that drafted (on, catch-up,
+re-entry; 0 in a plain server), so windows where ours ran plain on every step can be compared
+with plain's (`phase_summary --bands`).
+
 Why: with drafting off our server runs the plain server's GPU work, yet under continuous
 arrivals it made 0.83-0.86x of plain at 64 requests in session 6 with all three off paths.
 The torch profiler inflates host time several-fold and its 40-step windows caught different
@@ -50,6 +56,26 @@ MIN_DECODE_STEPS = 20
 # idle for this long ends a window (between sweep levels); shorter gaps (one request replacing
 # another at one stream) do not
 IDLE_GAP_S = 0.5
+WINDOW_ENV = "ADAPTIVE_SPEC_PHASE_WINDOW_S"
+# the controller's step modes that drafted (hooks_offpath); "off" did not
+DRAFTING_MODES = ("on", "catchup", "reentry")
+
+
+def max_window_s() -> float | None:
+    """The busy seconds after which a window ends (None: only an idle gap ends one)."""
+    try:
+        value = float(os.environ.get(WINDOW_ENV, ""))
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def drafting_steps_so_far() -> int:
+    """Decode steps that drafted since the controller started (0 without a controller)."""
+    from .state import get_controller
+
+    ctl = get_controller()
+    return 0 if ctl is None else sum(ctl.modes.get(m, 0) for m in DRAFTING_MODES)
 
 
 def enabled() -> bool:
@@ -72,9 +98,12 @@ def add_window_listener(listener) -> None:
 class PhaseClock:
     """Per-phase wall time and call counts over one busy window of one scheduler."""
 
-    def __init__(self, rank: int = 0, clock=time.perf_counter):
+    def __init__(self, rank: int = 0, clock=time.perf_counter, max_window_s: float | None = None,
+                 drafting_count=lambda: 0):
         self.rank = rank
         self.clock = clock
+        self.max_window_s = max_window_s
+        self.drafting_count = drafting_count
         self.idle_since = None
         self.reset()
 
@@ -87,6 +116,7 @@ class PhaseClock:
         self.prefills = 0
         self.running_sum = 0
         self.started = None
+        self.drafting_at_start = self.drafting_count()
 
     def add(self, label: str, seconds: float) -> None:
         if self.started is None:
@@ -112,7 +142,14 @@ class PhaseClock:
         calls = {k: round(v / n, 2) for k, v in sorted(self.calls.items())}
         return (f"adaptive_spec phases rank={self.rank} window_s={end - self.started:.2f} "
                 f"decode_steps={n} prefills={self.prefills} mean_running={self.running_sum / n:.1f} "
-                f"ms_per_decode_step={json.dumps(ms)} calls_per_decode_step={json.dumps(calls)}")
+                f"ms_per_decode_step={json.dumps(ms)} calls_per_decode_step={json.dumps(calls)} "
+                f"drafting_steps={self.drafting_steps()}")
+
+    def drafting_steps(self) -> int:
+        """Drafting decode steps in this window (the counters may have been reset within it:
+        then those since the reset)."""
+        now = self.drafting_count()
+        return now - self.drafting_at_start if now >= self.drafting_at_start else now
 
     def flush(self, end: float | None = None) -> str | None:
         line = self.window_line(end)
@@ -139,10 +176,13 @@ class PhaseClock:
             if self.idle_since is not None and now - self.idle_since >= IDLE_GAP_S and self.decode_steps:
                 # this batch's own scheduling calls went to the old window (~0.1 ms)
                 self.flush(end=self.idle_since)
+            elif (self.max_window_s is not None and self.started is not None
+                  and now - self.started >= self.max_window_s):
+                self.flush(end=now)
             self.idle_since = None
 
 
-_clock = PhaseClock()
+_clock = PhaseClock(max_window_s=max_window_s(), drafting_count=drafting_steps_so_far)
 
 
 def _is_idle(plan, sched) -> bool:

@@ -1,4 +1,6 @@
 """phase_summary reads what the phase clocks write (round trip through a real log line)."""
+import pytest
+
 from adaptive_spec.bench import phase_summary as ps
 from adaptive_spec.sglang_plugin.phase_timing import PhaseClock
 
@@ -46,3 +48,39 @@ def test_each_server_is_compared_with_plain_at_the_nearest_batch(tmp_path):
     assert row[:3] == ["adaptive-spec_forced-off", "60", "64"]  # plain's level of 64, not 16
     cols = dict(zip(head[4:], row[4:]))
     assert cols["run_batch"] == "+0.50" and cols["process_decode"] == "+1.00"
+
+
+def _line(running, ms_per_step, steps=40, prefills=0, drafting=None):
+    """A phase-clock line (`drafting`: its drafting_steps field, None for an old line without)."""
+    t = iter(x * ms_per_step / 1000 for x in range(10_000))
+    clock = PhaseClock(rank=0, clock=lambda: next(t), drafting_count=lambda: drafting or 0)
+    clock.drafting_at_start = 0
+    for _ in range(steps):
+        clock.add("run_batch", ms_per_step / 1000)
+        clock.on_decode_result(running)
+    for _ in range(prefills):
+        clock.on_prefill_result()
+    line = clock.window_line()
+    return (line.rsplit(" drafting_steps=", 1)[0] if drafting is None else line) + "\n"
+
+
+def test_bands_pool_only_the_windows_without_drafting(tmp_path):
+    ours = tmp_path / "server-adaptive-spec_goodput.log"
+    ours.write_text(_line(120, 10.0, prefills=8, drafting=0) + _line(110, 14.0, steps=80, prefills=20, drafting=0)
+                    + _line(120, 30.0, drafting=5)  # drafted: left out
+                    + _line(60, 6.0, drafting=0)  # another band
+                    + _line(120, 99.0))  # an old line: drafting unknown, left out
+    head, row, other = (ln.split() for ln in ps.pooled([ours], ps.parse_bands("96-128,48-64")).splitlines())
+    assert row[:5] == ["adaptive-spec_goodput", "96-128", "2", "120", f"{28 / 120:.3f}"]
+    cols = dict(zip(head, row))
+    # steps-weighted: (40 x 10 + 80 x 14) / 120; the window's wall time is one step short
+    assert cols["run_batch"] == f"{(40 * 10 + 80 * 14) / 120:.2f}"
+    assert other[:4] == ["adaptive-spec_goodput", "48-64", "1", "40"]
+
+
+@pytest.mark.parametrize("text", ["64", "64-48", "a-b"])
+def test_a_bad_band_is_one_line_and_exit_2(tmp_path, capsys, text):
+    log = tmp_path / "server-plain.log"
+    log.write_text(_line(64, 5.0, drafting=0))
+    assert ps.main([str(log), "--bands", text]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

@@ -142,3 +142,53 @@ def test_the_sglang_methods_clocked_exist_with_the_arguments_read():
 
     params = list(inspect.signature(SchedulerBatchResultProcessor.process_batch_result_decode).parameters)
     assert params[:2] == ["self", "batch"]  # _after reads the batch as the first argument
+
+
+class Drafting:
+    """Stands in for the controller's count of drafting decode steps."""
+
+    def __init__(self):
+        self.n = 0
+
+    def __call__(self):
+        return self.n
+
+
+def test_a_busy_window_ends_after_the_set_seconds_and_counts_its_drafting_steps(caplog, monkeypatch):
+    c, drafted = Clock(), Drafting()
+    monkeypatch.setattr(pt, "_clock", pt.PhaseClock(clock=c, max_window_s=1.0, drafting_count=drafted))
+    with caplog.at_level(logging.INFO, logger="adaptive_spec"):
+        for i in range(100):  # 1/64 s a step; steps 10-19 and 70-74 draft
+            decode_steps(1, bs=32)
+            drafted.n += 1 if 10 <= i < 20 or 70 <= i < 75 else 0
+            c.t += 1 / 64
+        schedule(idle=True)
+        c.t += 0.6
+        schedule(idle=True)
+    first, second = lines(caplog)
+    assert "decode_steps=64 " in first and first.endswith(" drafting_steps=10")
+    assert "decode_steps=36 " in second and second.endswith(" drafting_steps=5")
+
+
+def test_the_drafting_count_restarts_when_the_controller_counters_are_reset(monkeypatch):
+    drafted = Drafting()
+    drafted.n = 40
+    clock = pt.PhaseClock(clock=Clock(), drafting_count=drafted)
+    drafted.n = 3  # reset_stats between sweep levels, then 3 more drafting steps
+    assert clock.drafting_steps() == 3
+
+
+def test_the_drafting_count_reads_the_controllers_step_modes(monkeypatch):
+    from adaptive_spec.sglang_plugin import state
+
+    monkeypatch.setattr(state, "_controller", SimpleNamespace(
+        modes={"off": 50, "on": 7, "catchup": 2, "reentry": 1, "prefill-spec": 4}))
+    assert pt.drafting_steps_so_far() == 10
+    monkeypatch.setattr(state, "_controller", None)
+    assert pt.drafting_steps_so_far() == 0  # a plain server
+
+
+@pytest.mark.parametrize("text, expected", [("2.5", 2.5), ("", None), ("0", None), ("x", None)])
+def test_the_window_length_comes_from_the_environment(monkeypatch, text, expected):
+    monkeypatch.setenv(pt.WINDOW_ENV, text)
+    assert pt.max_window_s() == expected

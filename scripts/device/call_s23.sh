@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Session 23. One H200 each:
+#   px (~7 min) issue 5's dial-0.7 gap at 64 / 128 requests (session 22: goodput 0.92x of plain
+#      while off on every steady step; forced off 0.994x at 128 in another run): plain, forced
+#      off and goodput, 3 paired repeats, the phase clocks in 1-s windows, so the windows where
+#      goodput did not draft can be set against plain's and forced-off's at the same load
+#      (prefills per decode step, ms per decode step by phase).
+#   bx (~6 min) issue 5's ">= 2x SGLang's built-in adaptive mode at 128 / 256" (last run in session
+#      15, one pass: 1.90x / 2.15x): plain, built-in, goodput at 128 / 256, dial 0.7, 2 paired
+#      repeats.
+#   tw (~2 min) a diagnostic: the plain server at 256 requests (dial-0.9 pair) with four tokenizer
+#      workers, 2 repeats (session 22's pw: one front-end process at 0.88-0.96 of a core).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s23.sh px
+source scripts/device/common.sh
+
+say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+case "${1:-}" in
+px)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
+    ADAPTIVE_SPEC_PHASE_WINDOW_S=1
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  sweep 0 px-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,adaptive-spec:forced-off,adaptive-spec:goodput --concurrency 64,128 --repeat 3 \
+    --time-budget-s 8 --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" \
+    --system-args "adaptive-spec:forced-off=--adaptive-spec-force off" > /tmp/tail-px.txt
+  report px- logs-px.tar.xz /tmp/tail-px.txt
+  ( cd /tmp && python3 -m adaptive_spec.bench.phase_summary --bands 48-64,96-128 \
+      /tmp/logs-px-dense/server-*.log ) > "$OUT/phases-px.txt" 2>&1
+  tail -12 "$OUT/phases-px.txt"
+  goodput_cost_model "$OUT"/sweep-px-dense.json
+  ;;
+bx)
+  export DEADLINE_S=${DEADLINE_S:-540} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  sweep 0 bx-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,builtin-adaptive,adaptive-spec:goodput --concurrency 256,128 --repeat 2 \
+    --time-budget-s 6 --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > /tmp/tail-bx.txt
+  report bx- logs-bx.tar.xz /tmp/tail-bx.txt
+  ;;
+tw)
+  bash scripts/device/call_s22.sh tw
+  exit $?
+  ;;
+*) echo "usage: call_s23.sh px|bx|tw"; exit 2 ;;
+esac
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$1"
+say "done $1"
