@@ -10,6 +10,9 @@
 #      repeats.
 #   tw (~2 min) a diagnostic: the plain server at 256 requests (dial-0.9 pair) with four tokenizer
 #      workers, 2 repeats (session 22's pw: one front-end process at 0.88-0.96 of a core).
+#   gt (~4 min) issue 6: the greedy kernel's launch knobs by GPU time (CUDA graph of 20 calls),
+#      61 configurations x 8 shapes, each checked against SGLang's outputs, beside SGLang's path
+#      and torch's amax (session 22: 28.7 us vs SGLang's 50.3 at B = 64, k = 3, V = 128,256).
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s23.sh px
 source scripts/device/common.sh
 
@@ -39,11 +42,32 @@ bx)
     --time-budget-s 6 --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > /tmp/tail-bx.txt
   report bx- logs-bx.tar.xz /tmp/tail-bx.txt
   ;;
+gt)
+  export DEADLINE_S=${DEADLINE_S:-330}
+  ( cd /tmp && timeout 300 python3 "$REPO/benchmarks/greedy_tune.py" --budget-s 250 \
+      --out "$OUT/greedy-tune.json" 2>&1 | tail -15 )
+  python3 - "$OUT/greedy-tune.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+shapes = sorted({(r["bs"], r["k"], r["vocab"]) for r in d["rows"]}, key=lambda s: (s[2], s[1], s[0]))
+for s in shapes:
+    rs = [r for r in d["rows"] if (r["bs"], r["k"], r["vocab"]) == s]
+    sg = next(r["us_median"] for r in rs if r["impl"] == "sglang")
+    amax = next(r["us_median"] for r in rs if r["impl"] == "torch")
+    ours = sorted((r for r in rs if r["impl"].startswith("triton")), key=lambda r: r["us_median"])
+    default = next(r for r in rs if r["impl"] == "triton[default]")
+    print(f"B={s[0]} k={s[1]} V={s[2]}: sglang {sg} us, amax {amax} us, default {default['us_median']} us"
+          f" ({sg / default['us_median']:.2f}x), all identical: {all(r['identical_to_sglang'] for r in ours)}")
+    for r in ours[:4]:
+        print(f"    {r['impl']}: {r['us_median']} us ({sg / r['us_median']:.2f}x)")
+print("errors:", len(d["errors"]), [e["error"][:80] for e in d["errors"][:3]])
+PY
+  ;;
 tw)
   bash scripts/device/call_s22.sh tw
   exit $?
   ;;
-*) echo "usage: call_s23.sh px|bx|tw"; exit 2 ;;
+*) echo "usage: call_s23.sh px|bx|gt|tw"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"

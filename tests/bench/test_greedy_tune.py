@@ -1,0 +1,20 @@
+"""greedy_tune's sweep: the default launch first, then tiles of 1-8 vectors per thread."""
+from adaptive_spec.bench import greedy_tune as gt
+
+
+def test_the_default_launch_comes_first_and_every_tile_holds_one_to_eight_vectors_per_thread():
+    cfgs = list(gt.configs())
+    assert cfgs[0] == (None, None, 8.0)
+    for blk, nw, _ in cfgs[1:]:
+        vectors = blk // (nw * 32 * 8)  # bf16: 8 elements per 16-byte vector
+        assert vectors in (1, 2, 4, 8), (blk, nw)
+    assert len(set(cfgs)) == len(cfgs) == 1 + len(gt.TILES) * len(gt.PROGRAMS_PER_SM)
+
+
+def test_without_a_gpu_it_says_so_in_one_line_and_exits_2(capsys, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    assert gt.main(["--out", str(tmp_path / "t.json")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
