@@ -13,6 +13,8 @@
 #   gt (~4 min) issue 6: the greedy kernel's launch knobs by GPU time (CUDA graph of 20 calls),
 #      61 configurations x 8 shapes, each checked against SGLang's outputs, beside SGLang's path
 #      and torch's amax (session 22: 28.7 us vs SGLang's 50.3 at B = 64, k = 3, V = 128,256).
+#   gf (~3 min) issue 6: gt's finalists and the default over the whole grid (36 shapes), drafts
+#      accepted w.p. 0.7 and 1.0, by GPU time: the new default must be never slower.
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s23.sh px
 source scripts/device/common.sh
 
@@ -63,11 +65,41 @@ for s in shapes:
 print("errors:", len(d["errors"]), [e["error"][:80] for e in d["errors"][:3]])
 PY
   ;;
+gf)
+  export DEADLINE_S=${DEADLINE_S:-330}
+  ( cd /tmp && timeout 300 python3 "$REPO/benchmarks/greedy_tune.py" --budget-s 250 --finalists \
+      --accept 0.7,1.0 --out "$OUT/greedy-finalists.json" 2>&1 | tail -5 )
+  python3 - "$OUT/greedy-finalists.json" <<'PY'
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+points = {}
+for r in d["rows"]:
+    points.setdefault((r["bs"], r["k"], r["vocab"], r["scenario"]), {})[r["impl"]] = r
+impls = sorted({i for p in points.values() for i in p if i.startswith("triton")})
+for impl in impls:
+    vs_default, vs_sglang, worse = [], [], []
+    for key, p in points.items():
+        if impl in p:
+            vs_default.append(p["triton[default]"]["us_median"] / p[impl]["us_median"])
+            vs_sglang.append(p["sglang"]["us_median"] / p[impl]["us_median"])
+            if vs_default[-1] < 0.97:
+                worse.append((key, round(vs_default[-1], 3)))
+    print(f"{impl}: vs default min {min(vs_default):.3f} median {statistics.median(vs_default):.3f} "
+          f"max {max(vs_default):.3f}; vs sglang min {min(vs_sglang):.2f} median {statistics.median(vs_sglang):.2f}; "
+          f">3% slower than default at {len(worse)} of {len(vs_default)} {worse[:4]}; "
+          f"identical {all(p[impl]['identical_to_sglang'] for p in points.values() if impl in p)}")
+for key in sorted(points):
+    if key[:3] == (64, 3, 128256):
+        p = points[key]
+        print(key, "sglang", p["sglang"]["us_median"], {i: p[i]["us_median"] for i in impls})
+print("errors:", len(d["errors"]), [e["error"][:80] for e in d["errors"][:3]])
+PY
+  ;;
 tw)
   bash scripts/device/call_s22.sh tw
   exit $?
   ;;
-*) echo "usage: call_s23.sh px|bx|gt|tw"; exit 2 ;;
+*) echo "usage: call_s23.sh px|bx|gt|gf|tw"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"

@@ -18,3 +18,14 @@ def test_without_a_gpu_it_says_so_in_one_line_and_exits_2(capsys, tmp_path):
         return
     assert gt.main(["--out", str(tmp_path / "t.json")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_finalists_run_over_the_whole_kernel_grid_after_the_default():
+    cfgs = list(gt.configs(finalists=True))
+    assert cfgs[0] == (None, None, 8.0) and cfgs[1:] == list(gt.FINALISTS)
+    assert len(gt.GRID) == 36 and (64, 3, 128256) in gt.GRID
+
+
+def test_a_bad_acceptance_is_one_line_and_exit_2(capsys, tmp_path):
+    assert gt.main(["--out", str(tmp_path / "t.json"), "--accept", "0.7,2"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
