@@ -1063,7 +1063,7 @@ def chain_verify_greedy(
     num_slices: Optional[int] = None,
     num_warps: Optional[int] = None,
     lanes: Optional[int] = None,
-    programs_per_sm: float = 8.0,
+    programs_per_sm: Optional[float] = None,
     schedule: str = "rows",
 ):
     """Fused ``argmax`` + greedy chain verification (SGLang's ``verify_tree_greedy`` on a
@@ -1080,7 +1080,7 @@ def chain_verify_greedy(
 
     Launch knobs: ``block_size`` (elements per tile, default 2 x 16 bytes per thread),
     ``num_warps`` (4), ``num_slices`` (vocab slices per row; default: enough programs for
-    ``programs_per_sm`` per SM).
+    ``programs_per_sm`` per SM, or with ``programs_per_sm`` None, `_greedy_slices`).
     """
     if schedule not in ("rows", "chain"):
         raise ValueError("schedule must be 'rows' or 'chain'")
@@ -1116,9 +1116,32 @@ def _greedy_plan(bsz, d, v, elem_size, sms, block_size, num_slices, num_warps, l
     sees a few hundred shapes and the arithmetic was a fifth of the wrapper's host time."""
     block, u, lanes = _tile(block_size, num_warps, elem_size, lanes, v, vectors=2)
     rows = bsz * d if schedule == "rows" else bsz  # programs per vocab slice
-    slice_len, ns = _slice_plan(num_slices, rows, v, block, sms, programs_per_sm)
+    if num_slices is None and programs_per_sm is None:
+        num_slices = _greedy_slices(rows, v, block, sms) if schedule == "rows" else None
+    slice_len, ns = _slice_plan(num_slices, rows, v, block, sms, programs_per_sm or 8.0)
     return slice_len, ns, dict(D_P2=_p2(d, _D_P2_MIN), NS_P2=_MAX_SLICES, U=u, S=lanes,
                                num_warps=num_warps)
+
+
+# Greedy "rows" launches of many rows: more programs than one wave, each slice at least
+# GREEDY_MIN_SLICE elements. GPU time on the H200 (session 23, CUDA graphs of 20 calls,
+# benchmarks/results/2026-12-01-s23-greedy-finalists.json): the programs of later rows then
+# start after earlier rows may have flagged their request's mismatch and skip their reads. At
+# B = 64, k = 3, V = 128,256 with drafts right w.p. 0.7: 25.7 us against 28.7 with 8 programs per
+# SM (SGLang's path 51.1); up to 1.8x faster at B = 256, k = 7; no faster with every draft right
+# (29.0 vs 28.8 us), where every row is read. Below GREEDY_MANY_ROWS rows, 8 programs per SM
+# stayed best (more, thinner slices cost up to 1.3x).
+GREEDY_MANY_ROWS = 256
+GREEDY_MANY_ROWS_PROGRAMS_PER_SM = 32
+GREEDY_MIN_SLICE = 8192
+
+
+def _greedy_slices(rows: int, v: int, block: int, sms: int) -> Optional[int]:
+    """Vocab slices per row of a greedy "rows" launch (None: `_slice_plan`'s default)."""
+    if rows < GREEDY_MANY_ROWS:
+        return None
+    return max(1, min(_cdiv(GREEDY_MANY_ROWS_PROGRAMS_PER_SM * sms, rows),
+                      _cdiv(v, max(block, GREEDY_MIN_SLICE))))
 
 
 def _per_request(x, bsz, dtype, device, name):

@@ -15,6 +15,9 @@
 #      and torch's amax (session 22: 28.7 us vs SGLang's 50.3 at B = 64, k = 3, V = 128,256).
 #   gf (~3 min) issue 6: gt's finalists and the default over the whole grid (36 shapes), drafts
 #      accepted w.p. 0.7 and 1.0, by GPU time: the new default must be never slower.
+#   kn (~4 min) issue 6 on the new greedy default (32 programs per SM from 256 rows, slices of
+#      >= 8,192): gf again (new default beside the old, 8 per SM) and session 22's kg (the whole
+#      grid against SGLang's path, per call and by GPU time).
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s23.sh px
 source scripts/device/common.sh
 
@@ -65,6 +68,10 @@ for s in shapes:
 print("errors:", len(d["errors"]), [e["error"][:80] for e in d["errors"][:3]])
 PY
   ;;
+kn)
+  bash scripts/device/call_s23.sh gf && bash scripts/device/call_s22.sh kg
+  exit $?
+  ;;
 gf)
   export DEADLINE_S=${DEADLINE_S:-330}
   ( cd /tmp && timeout 300 python3 "$REPO/benchmarks/greedy_tune.py" --budget-s 250 --finalists \
@@ -99,7 +106,7 @@ tw)
   bash scripts/device/call_s22.sh tw
   exit $?
   ;;
-*) echo "usage: call_s23.sh px|bx|gt|gf|tw"; exit 2 ;;
+*) echo "usage: call_s23.sh px|bx|gt|gf|kn|tw"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"

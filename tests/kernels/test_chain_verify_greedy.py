@@ -142,3 +142,16 @@ def test_greedy_input_validation(cv):
     with pytest.raises(ValueError):
         cv.chain_verify_greedy(torch.randn(8, 10), torch.zeros(2, 4, dtype=torch.int64),
                                predicts=torch.zeros(8, dtype=torch.int64))
+
+
+def test_many_rows_get_more_programs_than_one_wave_with_slices_of_at_least_8192(cv):
+    def plan(bsz, d, v, programs_per_sm=None):
+        # bf16, the H200's 132 SMs, default tile (2,048 elements) and warps
+        return cv._greedy_plan(bsz, d, v, 2, 132, None, None, 4, None, programs_per_sm, "rows")[:2]
+
+    assert plan(64, 4, 128256) == (8192, 16)  # 256 rows: 32 programs per SM
+    assert plan(64, 4, 32000) == (8192, 4)  # ... but no slice under 8,192 elements
+    assert plan(256, 8, 163840) == (55296, 3)
+    assert plan(16, 4, 128256) == (8192, 16)  # fewer rows: 8 programs per SM, as before
+    assert plan(64, 2, 128256) == (14336, 9)
+    assert plan(64, 4, 128256, programs_per_sm=8.0) == (26624, 5)  # an explicit count decides
