@@ -18,6 +18,8 @@
 #   kn (~4 min) issue 6 on the new greedy default (32 programs per SM from 256 rows, slices of
 #      >= 8,192): gf again (new default beside the old, 8 per SM) and session 22's kg (the whole
 #      grid against SGLang's path, per call and by GPU time).
+#   p2 (~6 min) px at 256 requests, 2 paired repeats (bx: goodput 0.745x / 0.820x of plain at 256
+#      while off on the steady steps, 560 decode steps a level against plain's 560-720).
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s23.sh px
 source scripts/device/common.sh
 
@@ -37,6 +39,20 @@ px)
       /tmp/logs-px-dense/server-*.log ) > "$OUT/phases-px.txt" 2>&1
   tail -12 "$OUT/phases-px.txt"
   goodput_cost_model "$OUT"/sweep-px-dense.json
+  ;;
+p2)
+  export DEADLINE_S=${DEADLINE_S:-480} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
+    ADAPTIVE_SPEC_PHASE_WINDOW_S=1
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  sweep 0 p2-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,adaptive-spec:forced-off,adaptive-spec:goodput --concurrency 256 --repeat 2 \
+    --time-budget-s 8 --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" \
+    --system-args "adaptive-spec:forced-off=--adaptive-spec-force off" > /tmp/tail-p2.txt
+  report p2- logs-p2.tar.xz /tmp/tail-p2.txt
+  ( cd /tmp && python3 -m adaptive_spec.bench.phase_summary --bands 160-256,96-159 \
+      /tmp/logs-p2-dense/server-*.log ) > "$OUT/phases-p2.txt" 2>&1
+  tail -8 "$OUT/phases-p2.txt"
   ;;
 bx)
   export DEADLINE_S=${DEADLINE_S:-540} ADAPTIVE_SPEC_WARM_SAMPLING=0
@@ -106,7 +122,7 @@ tw)
   bash scripts/device/call_s22.sh tw
   exit $?
   ;;
-*) echo "usage: call_s23.sh px|bx|gt|gf|kn|tw"; exit 2 ;;
+*) echo "usage: call_s23.sh px|p2|bx|gt|gf|kn|tw"; exit 2 ;;
 esac
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$1"
