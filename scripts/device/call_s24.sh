@@ -33,7 +33,7 @@ ta)
   build_pair /tmp/al-8b aligned --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
   say "model built"
   sweep 0 ta-aligned /tmp/al-8b/target /tmp/al-8b/draft-aligned plain,eagle3,adaptive-spec:threshold \
-    --concurrency 256,128 --repeat 3 --time-budget-s 8 \
+    --concurrency ${TA_CONC:-256,128} --repeat ${TA_REPEAT:-3} --time-budget-s 8 \
     --system-args "adaptive-spec:threshold=--adaptive-spec-threshold 384 --adaptive-spec-queue-threshold off" \
     > /tmp/tail-ta.txt
   report ta- logs-ta.tar.xz /tmp/tail-ta.txt
