@@ -25,7 +25,6 @@
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s19.sh cx|aw|ar|ak|gw|g5|g9|kp
 source scripts/device/common.sh
 
-THRESHOLD_BOTH="adaptive-spec:threshold=--adaptive-spec-threshold 384 --adaptive-spec-queue-threshold off"
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
 
 # the pair in $1 with draft $2 (builder flags after), then the code digest line

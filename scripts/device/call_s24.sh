@@ -8,6 +8,7 @@
 #   ta (~8 min) issue 3's threshold table with the always-right draft at 128 / 256, 3 paired
 #      repeats, 8-s windows (session 19's `ak`, 2 pairs of 6 s: 1.009x / 0.966x of max(plain,
 #      eagle3) with the same setting; plain and EAGLE-3 trade places at 256 between sessions).
+#      TA_CONC / TA_REPEAT: other levels / repeats (the two extra runs at 128: TA_CONC=128).
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s24.sh fk|ta
 source scripts/device/common.sh
 
@@ -34,7 +35,7 @@ ta)
   say "model built"
   sweep 0 ta-aligned /tmp/al-8b/target /tmp/al-8b/draft-aligned plain,eagle3,adaptive-spec:threshold \
     --concurrency ${TA_CONC:-256,128} --repeat ${TA_REPEAT:-3} --time-budget-s 8 \
-    --system-args "adaptive-spec:threshold=--adaptive-spec-threshold 384 --adaptive-spec-queue-threshold off" \
+    --system-args "$THRESHOLD_BOTH" \
     > /tmp/tail-ta.txt
   report ta- logs-ta.tar.xz /tmp/tail-ta.txt
   ;;

@@ -124,6 +124,11 @@ SWEEP_FLAGS=(--concurrency 1,4,16,32,64,128,256 --new-tokens 192 --prompt-len 40
 # Sessions 4-5: spread lengths, a warm-up wave per level, longer levels at 128/256, metrics and
 # our decision log; `sweep` runs one on one GPU (systems: FOUR or a list).
 FOUR=plain,eagle3,builtin-adaptive,adaptive-spec:goodput
+# Issue 3's threshold table with one setting for both drafts (sessions 19, 24): the load threshold
+# above the servers' cap of running requests (260) and the queue rule off, so the acceptance floor
+# (1.5, the default) alone decides. The setting this GPU and these drafts call for, not a
+# load-adaptive one.
+THRESHOLD_BOTH="adaptive-spec:threshold=--adaptive-spec-threshold 384 --adaptive-spec-queue-threshold off"
 RUN_FLAGS=(--new-tokens-spread 0.5 --warmup-tokens ${WARMUP:-128} --time-budget-from ${BUDGET_FROM:-128:7,256:8}
   --server-arg=--enable-metrics --system-args "adaptive-spec:goodput+=--adaptive-spec-log-decisions")
 
