@@ -6,7 +6,10 @@ takes 0.72x of its time per call back to back (2026-11-30-s11-kernels-*.json): t
 host-bound. This times, per call over many back-to-back calls (a synchronize ends each of 3
 rounds, the best is kept, so each figure is max(host, GPU) per call), SGLang's path, ours with
 outputs allocated and passed in, and pieces on their own (the three output allocations, the
-stream and capture lookups, SGLang's argmax); then cProfile's top entries for ours.
+stream and capture lookups, SGLang's argmax); then cProfile's top entries for ours. Since
+session 25 (a launch plan per shape, `_plan_buffers`, `DirectLauncher.planned`) also ours
+launched directly, the lookups through torch._C, and the floor: the compiled kernel's launcher
+with its arguments built once.
 
     python benchmarks/verify_host_profile.py [--op greedy|sampling] [--bs 64] [--k 3]
         [--vocab 128256] [--calls 2000]
@@ -68,15 +71,36 @@ def main(argv=None) -> int:
         torch.cuda.is_current_stream_capturing()
         torch.cuda.current_stream(dev).cuda_stream
 
-    cases = (
+    def raw_lookups():
+        torch._C._cuda_isCurrentStreamCapturing()
+        torch._C._cuda_getCurrentRawStream(dev.index or 0)
+
+    def direct(fn):
+        def call():
+            with kb._launch_mode("triton-direct"):
+                fn()
+        return call
+
+    passed_in = lambda: cv.chain_verify_greedy(logits, cand, *outs)  # noqa: E731
+    passed_in()
+    direct(passed_in)()  # the direct launcher's entry for this shape's plan
+    sync()
+    cases = [
         ("SGLang: argmax + verify_tree_greedy (3 allocations)",
          lambda: paths.sglang_greedy(logits, cand, tree)),
         ("ours, outputs allocated", lambda: cv.chain_verify_greedy(logits, cand)),
-        ("ours, outputs passed in", lambda: cv.chain_verify_greedy(logits, cand, *outs)),
+        ("ours, outputs passed in", passed_in),
+        ("ours, outputs allocated, launched directly",
+         direct(lambda: cv.chain_verify_greedy(logits, cand))),
+        ("ours, outputs passed in, launched directly", direct(passed_in)),
         ("piece: 3 torch.empty on the GPU", allocations),
         ("piece: is_current_stream_capturing + current_stream", stream_lookups),
+        ("piece: the same through torch._C", raw_lookups),
         ("piece: torch.argmax alone", lambda: torch.argmax(logits, dim=-1)),
-    )
+    ]
+    floor = _launcher_alone(cv, logits, cand, outs)
+    if floor is not None:
+        cases.append(("floor: the compiled kernel's launcher, arguments ready", floor))
     print(f"per call, {args.calls} calls back to back, B = {bsz}, k = {args.k}, V = {args.vocab}, "
           f"{torch.cuda.get_device_name(dev)}, torch {torch.__version__}")
     for name, fn in cases:
@@ -84,7 +108,7 @@ def main(argv=None) -> int:
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(args.calls):
-        cv.chain_verify_greedy(logits, cand, *outs)
+        passed_in()
     sync()
     prof.disable()
     text = io.StringIO()
@@ -92,6 +116,22 @@ def main(argv=None) -> int:
     print(f"cProfile of ours (outputs passed in), {args.calls} calls, by own time:")
     print(text.getvalue())
     return 0
+
+
+def _launcher_alone(cv, logits, cand, outs):
+    """The direct launcher's stored call for this shape with its arguments built once: what a
+    call costs below the wrapper (None if the direct path kept no entry)."""
+    key = next((k for k, p in cv._greedy_plans.items() if k[0] == logits.shape and k[3] == cand.shape
+                and k[-2] is False), None)
+    plan = cv._greedy_plans.get(key)
+    entry = plan and plan.launcher._planned.get(plan)
+    if entry is None:
+        return None
+    run, function, packed, consts, (g0, g1, g2) = entry
+    args = (logits, plan.stride_lr, cand, plan.stride_cb, plan.stride_cs, *outs, outs[2],
+            *cv._plan_buffers(plan), *plan.ints, *consts)
+    stream = cv._raw_stream(logits.get_device())
+    return lambda: run(g0, g1, g2, stream, function, packed, None, None, None, *args)
 
 
 def _sampling(args, torch, dev, cv, paths, logits, tree, gen) -> int:

@@ -29,8 +29,17 @@ class _NoLaunch:
         return lambda *args, **kwargs: None
 
 
-def _no_launch(grid, args, meta):
-    return None
+class _NoDirectLaunch:
+    """Stands in for a DirectLauncher: called (up to session 24) or `planned` (session 25 on)."""
+
+    def __call__(self, grid, args, meta):
+        return None
+
+    def planned(self, key, device_index, aligned, grid, args, meta):
+        return None
+
+
+_no_launch = _NoDirectLaunch()
 
 
 def _load(path: Path, name: str):

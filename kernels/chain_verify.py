@@ -85,7 +85,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .launch import DirectLauncher, launch_mode  # noqa: F401 (launch_mode: kernel_bench)
+from .launch import DirectLauncher, _raw_stream, launch_mode  # noqa: F401 (launch_mode: kernel_bench)
 
 _BIG_PY = 1 << 30
 _BIG = tl.constexpr(_BIG_PY)  # "no index" / "no stop" sentinel (fits int32)
@@ -919,6 +919,8 @@ def _sample_chain_kernel(
 
 _state_lock = threading.Lock()
 _kept: Dict[Tuple, torch.Tensor] = {}  # (device, stream, name) -> buffer
+_kept_generation = 0  # counts the buffers `_kept_buffers` replaced (`_plan_buffers`' memo)
+_kept_memo: Dict[Tuple, Tuple] = {}  # (launch plan, stream) -> (generation, buffers)
 _sm_count: Dict[Tuple, int] = {}
 
 
@@ -932,9 +934,17 @@ _launch_sample_stats = DirectLauncher(_sample_stats_kernel)
 _launch_sample_chain = DirectLauncher(_sample_chain_kernel)
 
 
+try:  # the C entry point behind torch.cuda.is_current_stream_capturing() (a flag; with the
+    # stream lookup through the Python API ~7 us of a greedy call, session 12's host profile)
+    _capturing = torch._C._cuda_isCurrentStreamCapturing
+except AttributeError:  # pragma: no cover - a torch without CUDA entry points
+    _capturing = torch.cuda.is_current_stream_capturing
+
+
 def _stream_key(device: torch.device) -> Tuple:
     if device.type == "cuda":
-        return (device.type, device.index, torch.cuda.current_stream(device).cuda_stream)
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return (device.type, index, _raw_stream(index))
     return (device.type, device.index, 0)
 
 
@@ -947,7 +957,8 @@ def _kept_buffers(device: torch.device, *specs: Tuple[str, int, torch.dtype, Opt
     stream run in order: the next call's kernels start after the last one's finished. Under
     CUDA graph capture fresh tensors (the graph's pool keeps them, the capture records their
     fills), since a kept buffer could be replaced by a larger one after the capture."""
-    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+    global _kept_generation
+    if device.type == "cuda" and _capturing():
         return [_new_buffer(numel, dtype, fill, device) for _, numel, dtype, fill in specs]
     stream = _stream_key(device)
     out = []
@@ -960,8 +971,30 @@ def _kept_buffers(device: torch.device, *specs: Tuple[str, int, torch.dtype, Opt
                 if buf is None or buf.numel() < numel or buf.dtype != dtype:
                     grown = 0 if buf is None or buf.dtype != dtype else 2 * buf.numel()
                     buf = _kept[key] = _new_buffer(max(numel, grown), dtype, fill, device)
+                    _kept_generation += 1
         out.append(buf)
     return out
+
+
+def _plan_buffers(plan) -> list:
+    """`_kept_buffers` of a launch plan's specs, remembered per (plan, stream) until a kept
+    buffer is replaced (the generation count): one dict lookup a call instead of one per
+    buffer and a stream-object lookup. (An older buffer a memo still holds would be as
+    correct: each buffer's counters and flags are reset by the kernels that use it.)"""
+    if plan.device_index < 0:  # the CPU interpreter
+        return _kept_buffers(plan.device, *plan.specs)
+    if _capturing():
+        return [_new_buffer(numel, dtype, fill, plan.device) for _, numel, dtype, fill in plan.specs]
+    memo_key = (plan, _raw_stream(plan.device_index))
+    hit = _kept_memo.get(memo_key)
+    if hit is not None and hit[0] == _kept_generation:
+        return hit[1]
+    bufs = _kept_buffers(plan.device, *plan.specs)
+    with _state_lock:
+        if len(_kept_memo) >= 4 * _MAX_PLANS:
+            _kept_memo.clear()
+        _kept_memo[memo_key] = (_kept_generation, bufs)
+    return bufs
 
 
 def _new_buffer(numel: int, dtype: torch.dtype, fill: Optional[int], device: torch.device):
@@ -1023,18 +1056,25 @@ def _check_common(logits: torch.Tensor, candidates: torch.Tensor):
     return bsz, d
 
 
-def _outputs(bsz, d, device, predicts, accept_index, accept_token_num):
+def _outputs(bsz, d, like, predicts, accept_index, accept_token_num):
+    """The three outputs: allocated on `like`'s device where not passed in, checked where."""
     if predicts is None:
-        predicts = torch.empty(bsz * d, dtype=torch.int32, device=device)
+        predicts = torch.empty(bsz * d, dtype=torch.int32, device=like.device)
+    elif not _int32_output(predicts, bsz * d):
+        raise ValueError(f"predicts must be a contiguous int32 tensor with {bsz * d} elements")
     if accept_index is None:
-        accept_index = torch.empty((bsz, d), dtype=torch.int32, device=device)
+        accept_index = torch.empty((bsz, d), dtype=torch.int32, device=like.device)
+    elif not _int32_output(accept_index, bsz * d):
+        raise ValueError(f"accept_index must be a contiguous int32 tensor with {bsz * d} elements")
     if accept_token_num is None:
-        accept_token_num = torch.empty(bsz, dtype=torch.int32, device=device)
-    for name, t, numel in (("predicts", predicts, bsz * d), ("accept_index", accept_index, bsz * d),
-                           ("accept_token_num", accept_token_num, bsz)):
-        if t.dtype != torch.int32 or not t.is_contiguous() or t.numel() != numel:
-            raise ValueError(f"{name} must be a contiguous int32 tensor with {numel} elements")
+        accept_token_num = torch.empty(bsz, dtype=torch.int32, device=like.device)
+    elif not _int32_output(accept_token_num, bsz):
+        raise ValueError(f"accept_token_num must be a contiguous int32 tensor with {bsz} elements")
     return predicts, accept_index, accept_token_num
+
+
+def _int32_output(t: torch.Tensor, numel: int) -> bool:
+    return t.dtype == torch.int32 and t.numel() == numel and t.is_contiguous()
 
 
 def _tile(block_size: Optional[int], num_warps: int, elem_size: int, lanes: Optional[int],
@@ -1082,31 +1122,68 @@ def chain_verify_greedy(
     ``num_warps`` (4), ``num_slices`` (vocab slices per row; default: enough programs for
     ``programs_per_sm`` per SM, or with ``programs_per_sm`` None, `_greedy_slices`).
     """
+    # Everything that depends on the shapes (checks, launch plan, work-buffer sizes, Triton's
+    # specialisation) is worked out once per shape: at small batches a call costs its host time
+    key = (logits.shape, logits.stride(), logits.dtype, candidates.shape, candidates.stride(),
+           candidates.dtype, logits.get_device(), accept_lens is not None,
+           (block_size, num_slices, num_warps, lanes, programs_per_sm, schedule))
+    plan = _greedy_plans.get(key)
+    if plan is None:
+        plan = _new_greedy_plan(key, logits, candidates)
+    predicts, accept_index, accept_token_num = _outputs(
+        plan.bsz, plan.d, logits, predicts, accept_index, accept_token_num)
+    if plan.bsz == 0:
+        return predicts, accept_index, accept_token_num
+    lens = accept_lens if accept_lens is not None else accept_token_num
+    args = (logits, plan.stride_lr, candidates, plan.stride_cb, plan.stride_cs,
+            predicts, accept_index, accept_token_num, lens, *_plan_buffers(plan), *plan.ints)
+    # the work buffers come from torch's allocator (aligned); the caller's tensors may be views
+    aligned = not ((logits.data_ptr() | candidates.data_ptr() | predicts.data_ptr()
+                    | accept_index.data_ptr() | accept_token_num.data_ptr() | lens.data_ptr()) & 15)
+    plan.launcher.planned(plan, plan.device_index, aligned, plan.grid, args, plan.meta)
+    return predicts, accept_index, accept_token_num
+
+
+class _LaunchPlan:
+    """One wrapper's launch at one shape: what the per-call path only reads. Hashed by
+    identity (the launcher's key for it): plans live in their cache for the process."""
+
+    __slots__ = ("bsz", "d", "device", "device_index", "stride_lr", "stride_cb", "stride_cs",
+                 "ints", "grid", "meta", "specs", "launcher")
+
+
+_greedy_plans: Dict[Tuple, _LaunchPlan] = {}
+_MAX_PLANS = 4096  # shapes a server sees: a few hundred; beyond this the cache starts again
+
+
+def _new_greedy_plan(key: Tuple, logits: torch.Tensor, candidates: torch.Tensor) -> _LaunchPlan:
+    block_size, num_slices, num_warps, lanes, programs_per_sm, schedule = key[-1]
     if schedule not in ("rows", "chain"):
         raise ValueError("schedule must be 'rows' or 'chain'")
     bsz, d = _check_common(logits, candidates)
-    v = logits.shape[1]
-    device = logits.device
-    predicts, accept_index, accept_token_num = _outputs(bsz, d, device, predicts, accept_index,
-                                                        accept_token_num)
-    if bsz == 0:
-        return predicts, accept_index, accept_token_num
-    slice_len, ns, meta = _greedy_plan(bsz, d, v, logits.element_size(), _num_sms(device),
-                                       block_size, num_slices, num_warps or 4, lanes,
-                                       programs_per_sm, schedule)
-    counter, stop, part_key, part_idx = _kept_buffers(
-        device, *_sync_specs(bsz), ("greedy_part_key", bsz * ns * d, torch.int32, None),
-        ("greedy_part_idx", bsz * ns * d, torch.int32, None))
-    args = (logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
-            predicts, accept_index, accept_token_num,
-            accept_lens if accept_lens is not None else accept_token_num,
-            part_key, part_idx, counter, stop, v, slice_len)
-    meta = dict(meta, WRITE_LENS=accept_lens is not None)
-    if schedule == "rows":
-        _launch_greedy_rows((ns * d * bsz,), (*args, bsz, d, ns), meta)
-    else:
-        _launch_greedy_chain((bsz, ns), (*args, d, ns), meta)
-    return predicts, accept_index, accept_token_num
+    plan = _LaunchPlan()
+    plan.bsz, plan.d, plan.device, plan.device_index = bsz, d, logits.device, logits.get_device()
+    if bsz > 0:
+        v = logits.shape[1]
+        slice_len, ns, meta = _greedy_plan(bsz, d, v, logits.element_size(),
+                                           _num_sms(logits.device), block_size, num_slices,
+                                           num_warps or 4, lanes, programs_per_sm, schedule)
+        plan.stride_lr, (plan.stride_cb, plan.stride_cs) = logits.stride(0), candidates.stride()
+        plan.meta = dict(meta, WRITE_LENS=key[-2])
+        # in the kernel's argument order: partial keys, partial indices, counters, stop flags
+        plan.specs = (("greedy_part_key", bsz * ns * d, torch.int32, None),
+                      ("greedy_part_idx", bsz * ns * d, torch.int32, None), *_sync_specs(bsz))
+        if schedule == "rows":
+            plan.ints, plan.grid, plan.launcher = (v, slice_len, bsz, d, ns), (ns * d * bsz,), \
+                _launch_greedy_rows
+        else:
+            plan.ints, plan.grid, plan.launcher = (v, slice_len, d, ns), (bsz, ns), \
+                _launch_greedy_chain
+    with _state_lock:
+        if len(_greedy_plans) >= _MAX_PLANS:
+            _greedy_plans.clear()
+        _greedy_plans[key] = plan
+    return plan
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1206,7 +1283,7 @@ def chain_verify_sampling(
     bsz, d = _check_common(logits, candidates)
     v = logits.shape[1]
     device = logits.device
-    predicts, accept_index, accept_token_num = _outputs(bsz, d, device, predicts, accept_index,
+    predicts, accept_index, accept_token_num = _outputs(bsz, d, logits, predicts, accept_index,
                                                         accept_token_num)
     if bsz == 0:
         return predicts, accept_index, accept_token_num
@@ -1245,14 +1322,28 @@ def chain_verify_sampling(
         ("sample_stats", max(1, bsz * d * ns * _NSTAT_PY), torch.float32, None))
     dummy_f = coins_final
     thr_acc = max(float(threshold_acc), 1e-9)
+    # What Triton specialises these launches on, named once per call (not per argument): the
+    # integer arguments' values, the dtypes that vary, the options; plus the tensors' alignment
+    idx = logits.get_device()
+    key = (plan, bsz, d, v, logits.dtype, candidates.dtype, dprob.dtype, logits.stride(0),
+           candidates.stride(), coins.stride(), sqb, sqs, temps is None, tks is None,
+           tps is None, mps is None, classic, accept_lens is not None, cap, top_p_method)
+    aligned = not ((logits.data_ptr() | candidates.data_ptr() | coins.data_ptr()
+                    | coins_final.data_ptr() | dprob.data_ptr() | predicts.data_ptr()
+                    | accept_index.data_ptr() | accept_token_num.data_ptr()
+                    | (accept_lens.data_ptr() if accept_lens is not None else 0)
+                    | (temps.data_ptr() if temps is not None else 0)
+                    | (tks.data_ptr() if tks is not None else 0)
+                    | (tps.data_ptr() if tps is not None else 0)
+                    | (mps.data_ptr() if mps is not None else 0)) & 15)
     if ns > 0:
-        _launch_sample_stats(
-            (ns * d * bsz,),
+        _launch_sample_stats.planned(
+            key, idx, aligned, (ns * d * bsz,),
             (logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
              temps if temps is not None else dummy_f, stats, bsz, v, s_len, d, ns),
             dict(HAS_TEMP=temps is not None, WANT_A=tps is not None, WANT_N=tks is not None,
                  U=s_u, S=s_lanes, num_warps=4))
-    _launch_sample_chain((d * bsz,), (
+    _launch_sample_chain.planned(key, idx, aligned, (d * bsz,), (
         logits, logits.stride(0), candidates, candidates.stride(0), candidates.stride(1),
         coins, coins.stride(0), coins.stride(1), coins_final,
         temps if temps is not None else dummy_f,

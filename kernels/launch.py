@@ -54,14 +54,20 @@ def _arg_key(a: Any):
     return (type(a), id(a))
 
 
-def _launch_hooks_set() -> bool:
-    try:
-        from triton import knobs
+_runtime_knobs: Any = None  # triton.knobs.runtime, looked up once (an import per call cost ~1 us)
 
-        return (knobs.runtime.launch_enter_hook is not None
-                or knobs.runtime.launch_exit_hook is not None)
-    except Exception:  # noqa: BLE001 - older Triton: no knobs, no hooks to honour
-        return False
+
+def _launch_hooks_set() -> bool:
+    global _runtime_knobs
+    if _runtime_knobs is None:
+        try:
+            from triton import knobs
+
+            _runtime_knobs = knobs.runtime
+        except Exception:  # noqa: BLE001 - older Triton: no knobs, no hooks to honour
+            _runtime_knobs = False
+    return bool(_runtime_knobs) and (_runtime_knobs.launch_enter_hook is not None
+                                     or _runtime_knobs.launch_exit_hook is not None)
 
 
 def _current_stream(device_index: int):
@@ -83,6 +89,7 @@ class DirectLauncher:
         self.fn = fn
         self.names = list(fn.arg_names)
         self._compiled: Dict[Tuple, Tuple] = {}
+        self._planned: Dict[Any, Tuple] = {}  # the caller's plan key -> what `planned` launches
         self._lock = threading.Lock()
         self.disabled = False
 
@@ -111,3 +118,35 @@ class DirectLauncher:
                         "now on", getattr(self.fn, "__name__", self.fn), type(exc).__name__, exc)
             return self.fn[grid](*args, **meta)
         return kernel
+
+    def planned(self, key: Any, device_index: int, aligned: bool, grid: Sequence[int],
+                args: Sequence[Any], meta: Dict[str, Any]):
+        """A launch whose specialisation the caller has fixed: `key` names everything Triton
+        specialises it on but tensor alignment (shapes, strides, dtypes, constexprs: a
+        wrapper's per-shape launch plan), `aligned` says whether every tensor argument is
+        16-byte aligned (the wrapper ORs their addresses). No per-argument key, so the direct
+        path costs the launcher's own time; unaligned tensors, the JIT mode, hooks and the
+        first launch of a key go through `__call__` / the JIT."""
+        if (not aligned or device_index < 0 or self.disabled or launch_mode() != "direct"
+                or _launch_hooks_set()):
+            return self(grid, args, meta)
+        entry = self._planned.get(key)
+        if entry is None:
+            kernel = self.fn[grid](*args, **meta)  # compiles (or finds) and launches
+            if getattr(kernel, "packed_metadata", None) is not None:
+                consts = tuple(meta[n] for n in self.names[len(args):])
+                grid3 = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
+                with self._lock:
+                    self._planned[key] = (kernel.run, kernel.function, kernel.packed_metadata,
+                                          consts, grid3)
+            return kernel
+        run, function, packed, consts, (g0, g1, g2) = entry
+        try:
+            run(g0, g1, g2, _raw_stream(device_index), function, packed, None, None, None,
+                *args, *consts)
+        except Exception as exc:  # noqa: BLE001 - a Triton whose launcher differs: use the JIT
+            self.disabled = True
+            log.warning("direct Triton launch of %s failed (%s: %s); using the JIT launch from "
+                        "now on", getattr(self.fn, "__name__", self.fn), type(exc).__name__, exc)
+            return self.fn[grid](*args, **meta)
+        return None

@@ -155,3 +155,29 @@ def test_many_rows_get_more_programs_than_one_wave_with_slices_of_at_least_8192(
     assert plan(16, 4, 128256) == (8192, 16)  # fewer rows: 8 programs per SM, as before
     assert plan(64, 2, 128256) == (14336, 9)
     assert plan(64, 4, 128256, programs_per_sm=8.0) == (26624, 5)  # an explicit count decides
+
+
+def test_a_shapes_launch_plan_is_made_once_and_bad_input_is_refused_every_time(cv, ref):
+    """The per-call path reads a plan made on a shape's first call (checks, launch sizes, work
+    buffers); another shape, stride or knob gets its own, and a call that fails the checks
+    leaves no plan behind, so it fails again."""
+    gen = torch.Generator().manual_seed(3)
+    logits, cand, _ = ragged_greedy_case(3, 4, 64, dtype=torch.float32, gen=gen)
+    cv._greedy_plans.clear()
+    for _ in range(2):
+        _assert_same(cv.chain_verify_greedy(logits, cand, block_size=16), ref.chain_verify_greedy_ref(logits, cand))
+    assert len(cv._greedy_plans) == 1
+    wide = torch.zeros(3, 8, dtype=cand.dtype)
+    wide[:, ::2] = cand  # the same drafts, a column stride of 2
+    _assert_same(cv.chain_verify_greedy(logits, wide[:, ::2], block_size=16),
+                 ref.chain_verify_greedy_ref(logits, cand))
+    cv.chain_verify_greedy(logits, cand, block_size=16, num_slices=2)
+    assert len(cv._greedy_plans) == 3
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            cv.chain_verify_greedy(logits[:-1], cand)
+        with pytest.raises(ValueError):
+            cv.chain_verify_greedy(logits, cand, schedule="tree")
+        with pytest.raises(ValueError):
+            cv.chain_verify_greedy(logits, cand, predicts=torch.zeros(12, dtype=torch.int64))
+    assert len(cv._greedy_plans) == 3

@@ -111,3 +111,47 @@ def test_a_failing_launcher_falls_back_to_the_jit_for_good(direct, caplog):
         launcher((1,), (CUDA_ARG, x, 16), dict(BLOCK=8))
     assert len(fn.jit_calls) == 3 and launcher.disabled
     assert "using the JIT launch from now on" in caplog.text
+
+
+PLAN = object()  # a wrapper's launch plan: the key `planned` caches the compiled kernel under
+
+
+def test_a_planned_launch_after_the_first_goes_to_the_launcher_with_the_plans_grid(direct):
+    fn, x = FakeJit(), torch.zeros(64, dtype=torch.float32)
+    launcher = launch.DirectLauncher(fn)
+    meta = dict(BLOCK=128, num_warps=4)
+    launcher.planned(PLAN, 0, True, (8, 2), (CUDA_ARG, x, 48), meta)
+    launcher.planned(PLAN, 0, True, (8, 2), (CUDA_ARG, x, 96), meta)
+    assert len(fn.jit_calls) == 1
+    assert fn.compiled[0].runs == [(8, 2, 1, 1234, 7, ("packed",), None, None, None,
+                                    CUDA_ARG, x, 96, 128)]
+    # another plan (another shape): compiled through the JIT again
+    launcher.planned(object(), 0, True, (8,), (CUDA_ARG, x, 96), meta)
+    assert len(fn.jit_calls) == 2
+
+
+@pytest.mark.parametrize("case", ["unaligned", "cpu", "jit mode", "hooks"])
+def test_a_planned_launch_uses_the_jit_where_the_plan_cannot_vouch_for_it(direct, monkeypatch,
+                                                                           case):
+    fn, x = FakeJit(), torch.zeros(64, dtype=torch.float32)
+    launcher = launch.DirectLauncher(fn)
+    meta = dict(BLOCK=128, num_warps=4)
+    launcher.planned(PLAN, 0, True, (8,), (CUDA_ARG, x, 48), meta)  # cached for the aligned case
+    aligned, index = case != "unaligned", -1 if case == "cpu" else 0
+    if case == "jit mode":
+        monkeypatch.setenv("ADAPTIVE_SPEC_TRITON_LAUNCH", "jit")
+    if case == "hooks":
+        monkeypatch.setattr(launch, "_launch_hooks_set", lambda: True)
+    launcher.planned(PLAN, index, aligned, (8,), (CUDA_ARG, x, 48), meta)
+    # the planned entry was not used (unaligned: `__call__`, whose per-argument key has its own
+    # cache, compiles on its first call too)
+    assert fn.compiled[0].runs == [] and len(fn.jit_calls) == 2
+
+
+def test_a_failing_planned_launch_falls_back_to_the_jit_for_good(direct, caplog):
+    fn, x = FakeJit(fail=True), torch.zeros(8)
+    launcher = launch.DirectLauncher(fn)
+    for _ in range(3):
+        launcher.planned(PLAN, 0, True, (1,), (CUDA_ARG, x, 16), dict(BLOCK=8))
+    assert len(fn.jit_calls) == 3 and launcher.disabled
+    assert "using the JIT launch from now on" in caplog.text

@@ -65,9 +65,15 @@ def test_launch_grids_fit_cuda_axis_limits(cv, monkeypatch, bsz):
     import torch
 
     grids = []
+
+    class RecordGrid:  # stands in for the DirectLauncher: records the grid, runs nothing
+        def planned(self, key, device_index, aligned, grid, args, meta):
+            grids.append(tuple(grid))
+
     for name in ("_launch_greedy_rows", "_launch_greedy_chain", "_launch_sample_stats",
-                 "_launch_sample_chain"):  # record the grid, run nothing
-        monkeypatch.setattr(cv, name, lambda grid, args, meta: grids.append(tuple(grid)))
+                 "_launch_sample_chain"):
+        monkeypatch.setattr(cv, name, RecordGrid())
+    monkeypatch.setattr(cv, "_greedy_plans", {})  # plans hold their launcher: none made before
     d, v = 4, 128256
     logits = torch.empty(1, v, dtype=torch.bfloat16).expand(bsz * d, v)  # no memory: only shapes
     cand = torch.zeros(bsz, d, dtype=torch.int64)
