@@ -75,45 +75,46 @@ def main(argv=None) -> int:
         torch._C._cuda_isCurrentStreamCapturing()
         torch._C._cuda_getCurrentRawStream(dev.index or 0)
 
-    def direct(fn):
-        def call():
-            with kb._launch_mode("triton-direct"):
-                fn()
-        return call
-
     passed_in = lambda: cv.chain_verify_greedy(logits, cand, *outs)  # noqa: E731
     passed_in()
-    direct(passed_in)()  # the direct launcher's entry for this shape's plan
+    with kb._launch_mode("triton-direct"):
+        passed_in()  # the direct launcher's entry for this shape's plan
     sync()
+    jit, direct = "triton", "triton-direct"  # the launch mode each case is timed in
     cases = [
         ("SGLang: argmax + verify_tree_greedy (3 allocations)",
-         lambda: paths.sglang_greedy(logits, cand, tree)),
-        ("ours, outputs allocated", lambda: cv.chain_verify_greedy(logits, cand)),
-        ("ours, outputs passed in", passed_in),
+         lambda: paths.sglang_greedy(logits, cand, tree), jit),
+        ("ours, outputs allocated", lambda: cv.chain_verify_greedy(logits, cand), jit),
+        ("ours, outputs passed in", passed_in, jit),
         ("ours, outputs allocated, launched directly",
-         direct(lambda: cv.chain_verify_greedy(logits, cand))),
-        ("ours, outputs passed in, launched directly", direct(passed_in)),
-        ("piece: 3 torch.empty on the GPU", allocations),
-        ("piece: is_current_stream_capturing + current_stream", stream_lookups),
-        ("piece: the same through torch._C", raw_lookups),
-        ("piece: torch.argmax alone", lambda: torch.argmax(logits, dim=-1)),
+         lambda: cv.chain_verify_greedy(logits, cand), direct),
+        ("ours, outputs passed in, launched directly", passed_in, direct),
+        ("piece: 3 torch.empty on the GPU", allocations, jit),
+        ("piece: is_current_stream_capturing + current_stream", stream_lookups, jit),
+        ("piece: the same through torch._C", raw_lookups, jit),
+        ("piece: torch.argmax alone", lambda: torch.argmax(logits, dim=-1), jit),
     ]
     floor = _launcher_alone(cv, logits, cand, outs)
     if floor is not None:
-        cases.append(("floor: the compiled kernel's launcher, arguments ready", floor))
+        cases.append(("floor: the compiled kernel's launcher, arguments ready", floor, jit))
     print(f"per call, {args.calls} calls back to back, B = {bsz}, k = {args.k}, V = {args.vocab}, "
           f"{torch.cuda.get_device_name(dev)}, torch {torch.__version__}")
-    for name, fn in cases:
-        print(f"  {name:55s} {_per_call_us(fn, args.calls, rounds=3, sync=sync):8.1f} us")
+    for name, fn, mode in cases:
+        with kb._launch_mode(mode):
+            us = _per_call_us(fn, args.calls, rounds=3, sync=sync)
+        print(f"  {name:55s} {us:8.1f} us")
+    if floor is None:
+        print("  (no direct launcher entry for this shape: the direct path did not run)")
     prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(args.calls):
-        passed_in()
-    sync()
-    prof.disable()
+    with kb._launch_mode("triton-direct"):
+        prof.enable()
+        for _ in range(args.calls):
+            passed_in()
+        sync()
+        prof.disable()
     text = io.StringIO()
     pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(18)
-    print(f"cProfile of ours (outputs passed in), {args.calls} calls, by own time:")
+    print(f"cProfile of ours (outputs passed in, launched directly), {args.calls} calls, by own time:")
     print(text.getvalue())
     return 0
 
@@ -152,20 +153,17 @@ def _sampling(args, torch, dev, cv, paths, logits, tree, gen) -> int:
 
     passed_in = ours()
 
-    def direct():
-        with kb._launch_mode("triton-direct"):
-            passed_in()
-
     def uniforms():
         torch.rand_like(cand, dtype=torch.float32, device=dev)
         torch.rand((bsz,), dtype=torch.float32, device=dev)
 
+    jit, direct = "triton", "triton-direct"  # the launch mode each case is timed in
     cases = (
-        ("ours as the kernel bench calls it", lambda: paths.triton_sampling(logits, cand, tree, temps, None, tps)),
-        ("ours, uniforms and outputs passed in", passed_in),
-        ("ours, the same, first pass inline (one launch)", ours(0)),
-        ("ours, the same, launched directly", direct),
-        ("piece: the two uniform draws", uniforms),
+        ("ours as the kernel bench calls it", lambda: paths.triton_sampling(logits, cand, tree, temps, None, tps), jit),
+        ("ours, uniforms and outputs passed in", passed_in, jit),
+        ("ours, the same, first pass inline (one launch)", ours(0), jit),
+        ("ours, the same, launched directly", passed_in, direct),
+        ("piece: the two uniform draws", uniforms, jit),
     )
     print(f"sampling (temperature 0.7, top-p 0.9) per call, {args.calls} calls back to back, "
           f"B = {bsz}, k = {args.k}, V = {args.vocab}, {torch.cuda.get_device_name(dev)}", flush=True)
@@ -174,8 +172,10 @@ def _sampling(args, torch, dev, cv, paths, logits, tree, gen) -> int:
     ours(0)()
     sync()
     print(f"  (first calls, JIT compile: {time.perf_counter() - t0:.1f} s)", flush=True)
-    for name, fn in cases:
-        print(f"  {name:55s} {_per_call_us(fn, args.calls, rounds=3, sync=sync):8.1f} us", flush=True)
+    for name, fn, mode in cases:
+        with kb._launch_mode(mode):
+            us = _per_call_us(fn, args.calls, rounds=3, sync=sync)
+        print(f"  {name:55s} {us:8.1f} us", flush=True)
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(args.calls):

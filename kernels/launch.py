@@ -66,8 +66,15 @@ def _launch_hooks_set() -> bool:
             _runtime_knobs = knobs.runtime
         except Exception:  # noqa: BLE001 - older Triton: no knobs, no hooks to honour
             _runtime_knobs = False
-    return bool(_runtime_knobs) and (_runtime_knobs.launch_enter_hook is not None
-                                     or _runtime_knobs.launch_exit_hook is not None)
+    return bool(_runtime_knobs) and (_hook_active(_runtime_knobs.launch_enter_hook)
+                                     or _hook_active(_runtime_knobs.launch_exit_hook))
+
+
+def _hook_active(hook: Any) -> bool:
+    """Triton 3.6's hooks are `HookChain`s, never None: set when their `calls` are not empty
+    (read as None, every launch counted as hooked and the direct path never ran, sessions
+    21-24's "launched directly" rows included; found in session 25)."""
+    return hook is not None and bool(getattr(hook, "calls", True))
 
 
 def _current_stream(device_index: int):

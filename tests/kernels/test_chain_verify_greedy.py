@@ -179,5 +179,6 @@ def test_a_shapes_launch_plan_is_made_once_and_bad_input_is_refused_every_time(c
         with pytest.raises(ValueError):
             cv.chain_verify_greedy(logits, cand, schedule="tree")
         with pytest.raises(ValueError):
-            cv.chain_verify_greedy(logits, cand, predicts=torch.zeros(12, dtype=torch.int64))
+            cv.chain_verify_greedy(logits, cand, predicts=torch.zeros(12, dtype=torch.int64),
+                                   block_size=16)  # a planned shape: outputs are checked per call
     assert len(cv._greedy_plans) == 3

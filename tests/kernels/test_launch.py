@@ -155,3 +155,14 @@ def test_a_failing_planned_launch_falls_back_to_the_jit_for_good(direct, caplog)
         launcher.planned(PLAN, 0, True, (1,), (CUDA_ARG, x, 16), dict(BLOCK=8))
     assert len(fn.jit_calls) == 3 and launcher.disabled
     assert "using the JIT launch from now on" in caplog.text
+
+
+def test_triton_36s_empty_hook_chains_are_no_hooks(monkeypatch):
+    """Triton 3.6 keeps its launch hooks as HookChain objects (never None); an empty chain must
+    not send every launch through the JIT."""
+    chain = lambda calls: SimpleNamespace(calls=calls)  # noqa: E731
+    for enter, exit_, hooked in ((chain([]), chain([]), False), (chain([print]), chain([]), True),
+                                 (None, None, False), (print, None, True)):
+        monkeypatch.setattr(launch, "_runtime_knobs",
+                            SimpleNamespace(launch_enter_hook=enter, launch_exit_hook=exit_))
+        assert launch._launch_hooks_set() is hooked
