@@ -104,6 +104,26 @@ def _time_us(fn, reps, warmup=3):
     return ts[len(ts) // 2], p90
 
 
+def _stream_us(fn, calls, rounds=2):
+    """Per-call time of `calls` back-to-back calls between two synchronizes, best of `rounds`:
+    max(host, GPU) per call when calls follow each other (a server's steady state), where
+    `_time_us`'s event pair around each call also counts a call's host work before its first
+    launch in series with its kernels."""
+    import torch
+
+    sync = (lambda: None) if _SMOKE else torch.cuda.synchronize
+    calls, rounds = (3, 1) if _SMOKE else (calls, rounds)  # the CPU smoke run: shape only
+    best = math.inf
+    for _ in range(rounds):
+        sync()
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        best = min(best, (time.perf_counter() - t) / calls)
+    return best * 1e6
+
+
 def _graph_us(fn, calls=20):
     """Per-call GPU time of ``calls`` back-to-back calls replayed from one CUDA graph: the
     kernels' own time, without the host's launch cost that `_time_us` also sees when a call's
@@ -135,12 +155,14 @@ def _graph_us(fn, calls=20):
 
 @contextlib.contextmanager
 def _launch_mode(impl):
-    """``triton-direct``: our kernels launched directly (kernels/launch.py) while inside."""
-    if impl != "triton-direct":
+    """``triton-direct`` / ``triton-jit``: our kernels launched directly (kernels/launch.py) /
+    through Triton's JIT while inside; any other impl: the process's mode."""
+    mode = {"triton-direct": "direct", "triton-jit": "jit"}.get(impl)
+    if mode is None:
         yield
         return
     old = os.environ.get("ADAPTIVE_SPEC_TRITON_LAUNCH")
-    os.environ["ADAPTIVE_SPEC_TRITON_LAUNCH"] = "direct"
+    os.environ["ADAPTIVE_SPEC_TRITON_LAUNCH"] = mode
     try:
         yield
     finally:
@@ -491,6 +513,8 @@ def main(argv=None):
         "launch": (f"Triton kernels launched {cv.launch_mode()} (ADAPTIVE_SPEC_TRITON_LAUNCH); "
                    f"top-p alone: {cv.DEFAULT_TOP_P_METHOD}"),
         "timing": ("CUDA events per call, calls back to back after warm-up; median / p90"
+                   "; us_stream: per call, `reps` calls back to back between two synchronizes "
+                   "(best of 2: max(host, GPU) per call, a steady stream of calls)"
                    + ("; us_graph: per call, 20 calls replayed from one CUDA graph (median of 5)"
                       if args.graph_timing else "")),
         "inputs": ("bf16 logits; LLM-like rows N(0,1.5^2) + one head token at ln(V)+U(1,4); "
@@ -565,8 +589,10 @@ def main(argv=None):
                     outs[impl] = fns[0]()
                     reps = _reps_for(fns[1])
                     res[impl] = _time_us(fns[1], reps)
+                    stream_us = _stream_us(fns[1], calls=reps)
                 rows.append(dict(point, impl=impl, us_median=round(res[impl][0], 2),
                                  us_p90=round(res[impl][1], 2), reps=reps,
+                                 us_stream=round(stream_us, 2),
                                  mean_accepted=round(float(outs[impl][2].float().mean()), 3)))
             except Exception as exc:  # noqa: BLE001
                 record_error(dict(point, impl=impl), exc)

@@ -924,10 +924,9 @@ _kept_memo: Dict[Tuple, Tuple] = {}  # (launch plan, stream) -> (generation, buf
 _sm_count: Dict[Tuple, int] = {}
 
 
-# Triton's JIT launch, or with ADAPTIVE_SPEC_TRITON_LAUNCH=direct the compiled kernel's own
-# launcher after the first call (kernels/launch.py; on the H200 greedy no faster in session 11,
-# a top-p call 151.7 -> 126.5 us in session 21; over session 22's whole grid JIT / direct 0.975
-# greedy, 0.986 sampling: the JIT stays the default)
+# The compiled kernel's own launcher after a plan's first (JIT) launch, or with
+# ADAPTIVE_SPEC_TRITON_LAUNCH=jit Triton's JIT every call (kernels/launch.py; on the H200,
+# session 25, B = 1, k = 3: a greedy call 27.6 us through the JIT, 16.7 us launched directly)
 _launch_greedy_rows = DirectLauncher(_greedy_rows_kernel)
 _launch_greedy_chain = DirectLauncher(_greedy_chain_kernel)
 _launch_sample_stats = DirectLauncher(_sample_stats_kernel)

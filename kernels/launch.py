@@ -1,25 +1,25 @@
-"""Launch a compiled Triton kernel without the JIT's per-call dispatch (opt-in: greedy measured
-no faster in session 11; the top-p verify 17% faster a call in session 21, one reading; over
-session 22's whole kernel grid no faster: JIT / direct time 0.975 greedy, 0.986 sampling).
+"""Launch a compiled Triton kernel without the JIT's per-call dispatch (the default since session
+25; ``ADAPTIVE_SPEC_TRITON_LAUNCH=jit`` sends every call through the JIT).
 
-``kernel[grid](*args, **meta)`` binds the arguments, computes their specialisation, builds a
-cache key (``str`` of the options included), looks the compiled kernel up, then calls its
-launcher. On the H200 host the greedy verify took 65-77 us per call back to back while its
-GPU time was 11-29 us (2026-11-30-s11-kernels-host-gpu*.json, us_graph): one Triton launch
-and a few tensor allocations. `DirectLauncher` keeps the compiled kernel per launch signature
-after the first (JIT) call and then calls the launcher itself, as Triton's own
-``CompiledKernel[grid]`` runner does. Measured on the H200 (2026-11-30-s11-kernels-direct-gpu0
-vs -jit-gpu1, each against SGLang's path in the same process): greedy 0.72x of SGLang's time
-either way at B = 64, so the host cost is not the JIT's dispatch; the default stays the JIT.
-Session 21 measured the top-p verify both ways in one process (verify_host_profile.py --op
-sampling, B = 64): 151.7 us a call through the JIT, 126.5 us launched directly.
+``kernel[grid](*args, **meta)`` binds the arguments, computes each one's specialisation,
+builds a cache key, looks the compiled kernel up, then calls its launcher. At small batches a
+verify call costs its host time, so that dispatch is most of a call: on the H200 host
+(session 25, verify_host_profile.py, B = 1, k = 3, outputs passed in) the greedy verify took
+27.6 us a call through the JIT, 16.7 us launched directly, 9.8 us for the compiled launcher
+alone; SGLang's path 39.8 us. Sessions 11-24 measured no gain because the direct path never
+ran: Triton 3.6's launch hooks are `HookChain` objects, never None, and were read as set
+(`_hook_active`).
 
-The signature key is a superset of what Triton specialises on: per tensor its dtype and
-whether its address is 16-byte aligned; per integer whether it is 1, a multiple of 16, and
-32-bit; the constexpr values. A launch whose key was seen gets the kernel the JIT compiled
-for it. ``ADAPTIVE_SPEC_TRITON_LAUNCH=direct`` turns it on (default ``jit``: every call
-through the JIT); a launch hook (profilers), non-CUDA tensors (the CPU interpreter) and any
-error of the direct path (logged once, then the JIT for good) use the JIT anyway.
+Two ways in. `DirectLauncher.planned` (the wrappers' path): the caller names a launch plan
+that fixes everything Triton specialises on but tensor alignment (shapes, strides, dtypes,
+constexprs) and says whether every tensor is 16-byte aligned; the compiled kernel is kept per
+plan after its first (JIT) launch. `DirectLauncher.__call__`: a key per argument, a superset
+of Triton's specialisation (per tensor its dtype and 16-byte alignment; per integer whether it
+is 1, a multiple of 16, and 32-bit; the constexpr values). Either then calls the compiled
+kernel's launcher as Triton's own ``CompiledKernel[grid]`` runner does, or, for Triton 3.6's
+CUDA launcher without scratch memory, the C function beneath it. A launch hook (profilers),
+non-CUDA tensors (the CPU interpreter), an unaligned tensor in a planned launch (through
+`__call__`) and any error of the direct path (logged once, then the JIT for good) use the JIT.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ _INT32 = (-(2 ** 31), 2 ** 31)
 
 
 def launch_mode() -> str:
-    mode = os.environ.get("ADAPTIVE_SPEC_TRITON_LAUNCH", "jit")
-    return mode if mode in ("direct", "jit") else "jit"
+    mode = os.environ.get("ADAPTIVE_SPEC_TRITON_LAUNCH", "direct")
+    return mode if mode in ("direct", "jit") else "direct"
 
 
 def _arg_key(a: Any):
@@ -87,6 +87,29 @@ except AttributeError:  # pragma: no cover - torch without it
     _raw_stream = _current_stream
 
 
+def _launch_entry(kernel, consts: Tuple) -> Tuple:
+    """(call, function, the arguments between the function and the kernel's own, constexpr
+    values) of a compiled kernel: `call(gx, gy, gz, stream, function, *middle, *args,
+    *consts)` launches it. Triton 3.6's CUDA launcher is a Python object whose `__call__`
+    allocates the global and profile scratch (none for our kernels) and then calls its C
+    `launch` with the cooperative-grid and PDL flags in front; with no scratch to allocate,
+    that C function is called directly (a Python frame and two closures a call fewer)."""
+    run = kernel.run
+    below = getattr(run, "launch", None)
+    if (type(run).__name__ == "CudaLauncher" and callable(below)
+            and getattr(run, "global_scratch_size", 1) == 0
+            and getattr(run, "profile_scratch_size", 1) == 0
+            and hasattr(run, "launch_cooperative_grid") and hasattr(run, "launch_pdl")):
+        middle = (run.launch_cooperative_grid, run.launch_pdl, None, None,
+                  kernel.packed_metadata, None, None, None)
+        return (below, kernel.function, middle, consts)
+    return (run, kernel.function, (kernel.packed_metadata, None, None, None), consts)
+
+
+def _grid3(grid: Sequence[int]) -> Tuple[int, int, int]:
+    return grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1
+
+
 class DirectLauncher:
     """``launcher(grid, args, meta)``: ``args`` the kernel's positional arguments in signature
     order (everything but the constexprs), ``meta`` the constexprs and launch options
@@ -106,25 +129,27 @@ class DirectLauncher:
                 or _launch_hooks_set()):
             return self.fn[grid](*args, **meta)
         key = (first.device.index, tuple(meta.values()), tuple(map(_arg_key, args)))
-        entry = self._compiled.get(key)
+        return self._launch(self._compiled, key, first.device.index, grid, args, meta)
+
+    def _launch(self, cache: Dict, key: Any, device_index: int, grid: Sequence[int],
+                args: Sequence[Any], meta: Dict[str, Any]):
+        entry = cache.get(key)
         if entry is None:
             kernel = self.fn[grid](*args, **meta)  # compiles (or finds) and launches
-            consts = tuple(meta[n] for n in self.names[len(args):])
             if getattr(kernel, "packed_metadata", None) is not None:
+                consts = tuple(meta[n] for n in self.names[len(args):])
                 with self._lock:
-                    self._compiled[key] = (kernel, consts)
+                    cache[key] = _launch_entry(kernel, consts)
             return kernel
-        kernel, consts = entry
+        call, function, middle, consts = entry
         try:
-            kernel.run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1,
-                       _raw_stream(first.device.index), kernel.function, kernel.packed_metadata,
-                       None, None, None, *args, *consts)
+            call(*_grid3(grid), _raw_stream(device_index), function, *middle, *args, *consts)
         except Exception as exc:  # noqa: BLE001 - a Triton whose launcher differs: use the JIT
             self.disabled = True
             log.warning("direct Triton launch of %s failed (%s: %s); using the JIT launch from "
                         "now on", getattr(self.fn, "__name__", self.fn), type(exc).__name__, exc)
             return self.fn[grid](*args, **meta)
-        return kernel
+        return None
 
     def planned(self, key: Any, device_index: int, aligned: bool, grid: Sequence[int],
                 args: Sequence[Any], meta: Dict[str, Any]):
@@ -137,23 +162,4 @@ class DirectLauncher:
         if (not aligned or device_index < 0 or self.disabled or launch_mode() != "direct"
                 or _launch_hooks_set()):
             return self(grid, args, meta)
-        entry = self._planned.get(key)
-        if entry is None:
-            kernel = self.fn[grid](*args, **meta)  # compiles (or finds) and launches
-            if getattr(kernel, "packed_metadata", None) is not None:
-                consts = tuple(meta[n] for n in self.names[len(args):])
-                grid3 = (grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1)
-                with self._lock:
-                    self._planned[key] = (kernel.run, kernel.function, kernel.packed_metadata,
-                                          consts, grid3)
-            return kernel
-        run, function, packed, consts, (g0, g1, g2) = entry
-        try:
-            run(g0, g1, g2, _raw_stream(device_index), function, packed, None, None, None,
-                *args, *consts)
-        except Exception as exc:  # noqa: BLE001 - a Triton whose launcher differs: use the JIT
-            self.disabled = True
-            log.warning("direct Triton launch of %s failed (%s: %s); using the JIT launch from "
-                        "now on", getattr(self.fn, "__name__", self.fn), type(exc).__name__, exc)
-            return self.fn[grid](*args, **meta)
-        return None
+        return self._launch(self._planned, key, device_index, grid, args, meta)

@@ -6,7 +6,14 @@
 #      alone as the floor), then session 22's kg, the whole grid against SGLang's path per call
 #      and by GPU time, our kernels launched both ways (session 23: greedy 0.77-0.82x per call
 #      at B = 64, k = 3, V = 128,256 while 2.03x on the GPU).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s25.sh kh
+#   kv (~9 min) issue 6 after kh (which found the direct launch had never run: Triton 3.6's
+#      hooks are never None) with the direct launch the default and Triton 3.6's C launch
+#      called below its Python wrapper: the host profile at B = 1 / 64, the whole grid with
+#      the JIT as "triton" and the direct launch as "triton-direct" (plus us_stream, calls back
+#      to back), then end to end: plain, drafting forced on with SGLang's verify and with ours
+#      at 1 / 64 requests, dial 0.7, greedy, 2 paired repeats (session 10's last: 1.004x /
+#      1.084x, outputs identical).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s25.sh kh|kv
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -22,7 +29,26 @@ kh)
       --graph-timing --direct --budget-s $(( $(left) - 60 )) --out "$OUT/kernels-grid.json" 2>&1 \
       | grep -E "rror|wrote|warm-up|done" | tail -40 )
   ;;
+kv)
+  export DEADLINE_S=${DEADLINE_S:-575} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  for bs in 1 64; do
+    ( cd /tmp && timeout 60 python3 "$REPO/benchmarks/verify_host_profile.py" --bs $bs --k 3 \
+        --calls 2000 > "$OUT/host-greedy-bs$bs.txt" 2>&1 )
+    say "host profile B = $bs: rc $?"; head -12 "$OUT/host-greedy-bs$bs.txt" | tail -11
+  done
+  ( cd /tmp && ADAPTIVE_SPEC_TRITON_LAUNCH=jit timeout 200 python3 "$REPO/benchmarks/kernel_bench.py" \
+      --no-tune --graph-timing --direct --budget-s 180 --out "$OUT/kernels-grid.json" 2>&1 \
+      | grep -E "rror|wrote|warm-up" | tail -10 )
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  sweep 0 verify-e2e /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,adaptive-spec:on-sglang,adaptive-spec:on-triton --concurrency 1,64 --repeat 2 \
+    --time-budget-s 5 --system-args "adaptive-spec:on-sglang=--adaptive-spec-force on" \
+    --system-args "adaptive-spec:on-triton=--adaptive-spec-force on --adaptive-spec-verify-backend triton" \
+    > /tmp/tail-ve.txt
+  report verify-e2e logs-ve.tar.xz /tmp/tail-ve.txt
+  ;;
 *)
-  say "usage: $0 kh"; exit 2
+  say "usage: $0 kh|kv"; exit 2
   ;;
 esac

@@ -162,6 +162,8 @@ def test_kernel_bench_runs_only_the_verify_kinds_and_inputs_asked_for(tmp_path):
     assert len(direct) == len(points) and all(row["identical_to_triton"] and "speedup" in row
                                               for row in direct)
     assert all("speedup" in row for row in rows if row["impl"] == "triton")
+    # every row also times a stream of back-to-back calls (us_stream, session 25)
+    assert all(row["us_stream"] > 0 for row in rows)
     bad = subprocess.run([sys.executable, str(bench), "--ops", "gredy", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1

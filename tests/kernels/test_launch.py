@@ -89,8 +89,8 @@ def test_a_different_specialisation_goes_through_the_jit(direct, change):
     assert len(fn.jit_calls) == 2 and fn.compiled[0].runs == []
 
 
-@pytest.mark.parametrize("mode", ["jit", None])
-def test_jit_mode_the_default_and_cpu_tensors_always_use_the_jit(direct, monkeypatch, mode):
+@pytest.mark.parametrize("mode", ["jit", "direct", None, "bogus"])
+def test_direct_is_the_default_jit_mode_and_cpu_tensors_use_the_jit(direct, monkeypatch, mode):
     fn, x = FakeJit(), torch.zeros(8)
     launcher = launch.DirectLauncher(fn)
     for _ in range(2):
@@ -101,7 +101,8 @@ def test_jit_mode_the_default_and_cpu_tensors_always_use_the_jit(direct, monkeyp
         monkeypatch.setenv("ADAPTIVE_SPEC_TRITON_LAUNCH", mode)
     for _ in range(2):
         launcher((1,), (CUDA_ARG, x, 16), dict(BLOCK=8))
-    assert len(fn.jit_calls) == 4
+    # the CPU calls and, through the JIT, both CUDA calls; launched directly, only the first
+    assert len(fn.jit_calls) == (4 if mode == "jit" else 3)
 
 
 def test_a_failing_launcher_falls_back_to_the_jit_for_good(direct, caplog):
@@ -166,3 +167,41 @@ def test_triton_36s_empty_hook_chains_are_no_hooks(monkeypatch):
         monkeypatch.setattr(launch, "_runtime_knobs",
                             SimpleNamespace(launch_enter_hook=enter, launch_exit_hook=exit_))
         assert launch._launch_hooks_set() is hooked
+
+
+class CudaLauncher:
+    """Stands in for Triton 3.6's CUDA launcher (matched by class name): a Python `__call__`
+    over a C `launch` that takes the cooperative-grid and PDL flags and two scratch buffers."""
+
+    launch_cooperative_grid, launch_pdl = False, True
+
+    def __init__(self, scratch):
+        self.global_scratch_size, self.profile_scratch_size = scratch, 0
+        self.wrapper_calls, self.c_calls = [], []
+
+    def __call__(self, *args):
+        self.wrapper_calls.append(args)
+
+    def launch(self, *args):
+        self.c_calls.append(args)
+
+
+@pytest.mark.parametrize("scratch", [0, 64])
+def test_the_cuda_launchers_c_function_is_called_when_no_scratch_is_needed(direct, scratch):
+    launcher_obj = CudaLauncher(scratch)
+    compiled = SimpleNamespace(run=launcher_obj, function=7, packed_metadata=("packed",))
+
+    class Jit(FakeJit):
+        def __getitem__(self, grid):
+            return lambda *args, **meta: compiled
+
+    launcher, x = launch.DirectLauncher(Jit()), torch.zeros(8)
+    for _ in range(2):
+        launcher.planned(PLAN, 0, True, (4,), (CUDA_ARG, x, 16), dict(BLOCK=8))
+    if scratch:  # scratch to allocate: through the launcher object, as Triton's runner does
+        assert launcher_obj.c_calls == [] and launcher_obj.wrapper_calls == [
+            (4, 1, 1, 1234, 7, ("packed",), None, None, None, CUDA_ARG, x, 16, 8)]
+    else:  # the flags, no scratch, the metadata, no launch metadata or hooks, the arguments
+        assert launcher_obj.wrapper_calls == [] and launcher_obj.c_calls == [
+            (4, 1, 1, 1234, 7, False, True, None, None, ("packed",), None, None, None,
+             CUDA_ARG, x, 16, 8)]
