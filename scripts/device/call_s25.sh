@@ -13,7 +13,10 @@
 #      to back), then end to end: plain, drafting forced on with SGLang's verify and with ours
 #      at 1 / 64 requests, dial 0.7, greedy, 2 paired repeats (session 10's last: 1.004x /
 #      1.084x, outputs identical).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s25.sh kh|kv
+#   b1 (~5 min) issue 5's ">= 2x SGLang's built-in adaptive mode at 128 / 256" (session 15, one
+#      pass: 1.90x / 2.15x; session 23's bx left no files): plain, built-in, goodput at 256 / 128,
+#      dial 0.7, one pass (BX_REPEAT for more).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s25.sh kh|kv|b1
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -48,7 +51,16 @@ kv)
     > /tmp/tail-ve.txt
   report verify-e2e logs-ve.tar.xz /tmp/tail-ve.txt
   ;;
+b1)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  sweep 0 bx-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,builtin-adaptive,adaptive-spec:goodput --concurrency 256,128 --repeat ${BX_REPEAT:-1} \
+    --time-budget-s 6 --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > /tmp/tail-bx.txt
+  report bx- logs-bx.tar.xz /tmp/tail-bx.txt
+  ;;
 *)
-  say "usage: $0 kh|kv"; exit 2
+  say "usage: $0 kh|kv|b1"; exit 2
   ;;
 esac
