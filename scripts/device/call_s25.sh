@@ -16,7 +16,9 @@
 #   b1 (~5 min) issue 5's ">= 2x SGLang's built-in adaptive mode at 128 / 256" (session 15, one
 #      pass: 1.90x / 2.15x; session 23's bx left no files): plain, built-in, goodput at 256 / 128,
 #      dial 0.7, one pass (BX_REPEAT for more).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s25.sh kh|kv|b1
+#   bg (~4 min) b1 cut to what the session's last device minutes hold: built-in and goodput only
+#      (no plain), 256 then 128 requests, one pass; the sweep's deadline drops what does not fit.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s25.sh kh|kv|b1|bg
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -60,7 +62,16 @@ b1)
     --time-budget-s 6 --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > /tmp/tail-bx.txt
   report bx- logs-bx.tar.xz /tmp/tail-bx.txt
   ;;
+bg)
+  export DEADLINE_S=${DEADLINE_S:-255} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  sweep 0 bg-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    builtin-adaptive,adaptive-spec:goodput --concurrency 256,128 --time-budget-s 6 \
+    --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput" > /tmp/tail-bg.txt
+  report bg- logs-bg.tar.xz /tmp/tail-bg.txt
+  ;;
 *)
-  say "usage: $0 kh|kv|b1"; exit 2
+  say "usage: $0 kh|kv|b1|bg"; exit 2
   ;;
 esac
