@@ -111,17 +111,14 @@ def _stream_us(fn, calls, rounds=2):
     launch in series with its kernels."""
     import torch
 
-    sync = (lambda: None) if _SMOKE else torch.cuda.synchronize
-    calls, rounds = (3, 1) if _SMOKE else (calls, rounds)  # the CPU smoke run: shape only
-    best = math.inf
-    for _ in range(rounds):
-        sync()
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        sync()
-        best = min(best, (time.perf_counter() - t) / calls)
-    return best * 1e6
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        from wrapper_cost import _per_call_us  # beside this file
+    finally:
+        sys.path.pop(0)
+    if _SMOKE:  # the CPU smoke run: the row's shape only
+        return _per_call_us(fn, calls=3, rounds=1, warmup=0)
+    return _per_call_us(fn, calls=calls, rounds=rounds, sync=torch.cuda.synchronize, warmup=0)
 
 
 def _graph_us(fn, calls=20):
@@ -461,8 +458,9 @@ def main(argv=None):
                     help="sampling inputs to run (comma list of draft~target, flat)")
     ap.add_argument("--direct", action="store_true",
                     help="also time our kernels launched directly (impl triton-direct: "
-                         "ADAPTIVE_SPEC_TRITON_LAUNCH=direct for its calls), in the same process "
-                         "as the JIT launch")
+                         "ADAPTIVE_SPEC_TRITON_LAUNCH=direct for its calls), in the same process; "
+                         "impl triton uses the process's mode (direct by default since session "
+                         "25: run with ADAPTIVE_SPEC_TRITON_LAUNCH=jit to set the JIT beside it)")
     ap.add_argument("--smoke-cpu", action="store_true",
                     help="exercise this script on CPU (Triton interpreter, torch stand-in for "
                          "sgl_kernel, tiny grid); timings are meaningless")

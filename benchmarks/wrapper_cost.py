@@ -56,10 +56,11 @@ def _load(path: Path, name: str):
     return module
 
 
-def _per_call_us(fn, calls=2000, rounds=5, sync=lambda: None) -> float:
-    """Best per-call time over ``rounds`` of ``calls`` back-to-back calls; ``sync`` (a GPU's
-    synchronize) ends each round, so a round counts the calls' GPU work too."""
-    for _ in range(200):
+def _per_call_us(fn, calls=2000, rounds=5, sync=lambda: None, warmup=200) -> float:
+    """Best per-call time over ``rounds`` of ``calls`` back-to-back calls (after ``warmup``
+    calls); ``sync`` (a GPU's synchronize) ends each round, so a round counts the calls' GPU
+    work too."""
+    for _ in range(warmup):
         fn()
     best = float("inf")
     for _ in range(rounds):

@@ -1324,9 +1324,10 @@ def chain_verify_sampling(
     dummy_f = coins_final
     thr_acc = max(float(threshold_acc), 1e-9)
     # What Triton specialises these launches on, named once per call (not per argument): the
-    # integer arguments' values, the dtypes that vary, the options; plus the tensors' alignment
+    # device (a compiled kernel's handle is per device), the integer arguments' values, the
+    # dtypes that vary, the options; plus the tensors' alignment
     idx = logits.get_device()
-    key = (plan, bsz, d, v, logits.dtype, candidates.dtype, dprob.dtype, logits.stride(0),
+    key = (idx, plan, bsz, d, v, logits.dtype, candidates.dtype, dprob.dtype, logits.stride(0),
            candidates.stride(), coins.stride(), sqb, sqs, temps is None, tks is None,
            tps is None, mps is None, classic, accept_lens is not None, cap, top_p_method)
     aligned = not ((logits.data_ptr() | candidates.data_ptr() | coins.data_ptr()

@@ -6,8 +6,9 @@ builds a cache key, looks the compiled kernel up, then calls its launcher. At sm
 verify call costs its host time, so that dispatch is most of a call: on the H200 host
 (session 25, verify_host_profile.py, B = 1, k = 3, outputs passed in) the greedy verify took
 27.6 us a call through the JIT, 16.7 us launched directly, 9.8 us for the compiled launcher
-alone; SGLang's path 39.8 us. Sessions 11-24 measured no gain because the direct path never
-ran: Triton 3.6's launch hooks are `HookChain` objects, never None, and were read as set
+alone, SGLang's path 39.8 us; with the C launch below Triton's wrapper (another run, a slower
+host) 35.5 / 19.1 / 6.5 us against SGLang's 63.3. Sessions 11-24 measured no gain because the
+direct path never ran: Triton 3.6's launch hooks are `HookChain` objects, never None, and were read as set
 (`_hook_active`).
 
 Two ways in. `DirectLauncher.planned` (the wrappers' path): the caller names a launch plan

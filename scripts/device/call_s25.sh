@@ -18,6 +18,7 @@
 #      dial 0.7, one pass (BX_REPEAT for more).
 #   bg (~4 min) b1 cut to what the session's last device minutes hold: built-in and goodput only
 #      (no plain), 256 then 128 requests, one pass; the sweep's deadline drops what does not fit.
+#      Session 25: the machine was taken back mid-run, no files; b1 has not run.
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s25.sh kh|kv|b1|bg
 source scripts/device/common.sh
 
