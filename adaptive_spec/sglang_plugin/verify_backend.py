@@ -20,9 +20,11 @@ attention (where SGLang broadcasts the sampled result across ranks).
 SGLang's verify (kept from session 8, when our sampling kernel faulted on flat logits at 256
 requests; the cause, a race on the stop flag, was fixed in session 9 and the fix held on the
 H200 in session 10: 10 clean runs of the faulting case, and a greedy server on our kernels
-served lossless). SGLang's verify stays the default: at 64 requests ours is faster for top-p
-sampling (2.36x per call, session 11) but slower for greedy (0.72x per call, host-bound), and
-no server has run on session 11's sampling path yet.
+served lossless). SGLang's verify stays the default: since session 25 (the direct launch,
+kernels/launch.py) ours is never slower per call than SGLang's path at any point of the
+kernel grid (greedy 1.73x per call and 2.02x by GPU time at 64 requests, k = 3; top-p 3.24x),
+but a greedy server with it made SGLang's verify's throughput within noise (0.990x / 1.015x
+at 1 / 64 requests, lossless): no end-to-end gain to show for a new default.
 ``install_verify_backend("sglang")`` restores SGLang's function.
 
 Importable without a GPU: SGLang and the kernels are imported lazily.
