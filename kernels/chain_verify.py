@@ -980,10 +980,8 @@ def _plan_buffers(plan) -> list:
     buffer is replaced (the generation count): one dict lookup a call instead of one per
     buffer and a stream-object lookup. (An older buffer a memo still holds would be as
     correct: each buffer's counters and flags are reset by the kernels that use it.)"""
-    if plan.device_index < 0:  # the CPU interpreter
+    if plan.device_index < 0 or _capturing():  # the CPU interpreter; a capture's own buffers
         return _kept_buffers(plan.device, *plan.specs)
-    if _capturing():
-        return [_new_buffer(numel, dtype, fill, plan.device) for _, numel, dtype, fill in plan.specs]
     memo_key = (plan, _raw_stream(plan.device_index))
     hit = _kept_memo.get(memo_key)
     if hit is not None and hit[0] == _kept_generation:
@@ -1074,6 +1072,16 @@ def _outputs(bsz, d, like, predicts, accept_index, accept_token_num):
     return predicts, accept_index, accept_token_num
 
 
+def _aligned16(*tensors: Optional[torch.Tensor]) -> bool:
+    """Whether every tensor given (None: left out) starts at a 16-byte aligned address, what
+    Triton specialises a pointer on: a planned direct launch needs all of them aligned."""
+    addresses = 0
+    for t in tensors:
+        if t is not None:
+            addresses |= t.data_ptr()
+    return not addresses & 15
+
+
 def _int32_output(t: torch.Tensor, numel: int) -> bool:
     return t.dtype == torch.int32 and t.numel() == numel and t.is_contiguous()
 
@@ -1139,8 +1147,7 @@ def chain_verify_greedy(
     args = (logits, plan.stride_lr, candidates, plan.stride_cb, plan.stride_cs,
             predicts, accept_index, accept_token_num, lens, *_plan_buffers(plan), *plan.ints)
     # the work buffers come from torch's allocator (aligned); the caller's tensors may be views
-    aligned = not ((logits.data_ptr() | candidates.data_ptr() | predicts.data_ptr()
-                    | accept_index.data_ptr() | accept_token_num.data_ptr() | lens.data_ptr()) & 15)
+    aligned = _aligned16(logits, candidates, predicts, accept_index, accept_token_num, lens)
     plan.launcher.planned(plan, plan.device_index, aligned, plan.grid, args, plan.meta)
     return predicts, accept_index, accept_token_num
 
@@ -1330,14 +1337,8 @@ def chain_verify_sampling(
     key = (idx, plan, bsz, d, v, logits.dtype, candidates.dtype, dprob.dtype, logits.stride(0),
            candidates.stride(), coins.stride(), sqb, sqs, temps is None, tks is None,
            tps is None, mps is None, classic, accept_lens is not None, cap, top_p_method)
-    aligned = not ((logits.data_ptr() | candidates.data_ptr() | coins.data_ptr()
-                    | coins_final.data_ptr() | dprob.data_ptr() | predicts.data_ptr()
-                    | accept_index.data_ptr() | accept_token_num.data_ptr()
-                    | (accept_lens.data_ptr() if accept_lens is not None else 0)
-                    | (temps.data_ptr() if temps is not None else 0)
-                    | (tks.data_ptr() if tks is not None else 0)
-                    | (tps.data_ptr() if tps is not None else 0)
-                    | (mps.data_ptr() if mps is not None else 0)) & 15)
+    aligned = _aligned16(logits, candidates, coins, coins_final, dprob, predicts, accept_index,
+                         accept_token_num, accept_lens, temps, tks, tps, mps)
     if ns > 0:
         _launch_sample_stats.planned(
             key, idx, aligned, (ns * d * bsz,),

@@ -182,3 +182,9 @@ def test_a_shapes_launch_plan_is_made_once_and_bad_input_is_refused_every_time(c
             cv.chain_verify_greedy(logits, cand, predicts=torch.zeros(12, dtype=torch.int64),
                                    block_size=16)  # a planned shape: outputs are checked per call
     assert len(cv._greedy_plans) == 3
+
+
+def test_alignment_is_read_from_every_tensor_given(cv):
+    buf = torch.zeros(64, dtype=torch.int8)
+    assert cv._aligned16(buf[:16], None, buf[32:48])
+    assert not cv._aligned16(buf[:16], buf[1:17])  # one tensor 1 byte off: the JIT decides
