@@ -11,9 +11,9 @@ acceptance from the verify results, per draft position.
 For a fixed batch the same k maximises the batch's throughput (bs * E_k / t) and each
 request's token rate (E_k / t), so "throughput when busy, latency when idle" is one rule;
 with `tpot_slo_ms` the choice is restricted to the k whose predicted TPOT (t / E_k) meets
-the target when any does. Only a k measured at this batch bucket (or k=0) may be chosen;
-unmeasured cells are estimated from measured neighbours and probed rarely (a few steps,
-smallest k first) until they have `min_samples` samples. A switch needs a `switch_margin`
+the target when any does. Only a k measured at this batch bucket (or k=0), or bounded from
+above by a larger one, may be chosen; unmeasured cells are estimated from measured neighbours
+and probed rarely (a few steps, smallest k first) until they have `min_samples` samples. A switch needs a `switch_margin`
 gain, so the choice does not flap on noise.
 
 What the GPU runs of 2026-11-29 taught the table and the probes:
@@ -306,6 +306,21 @@ class StepTimeTable:
                 return self.settled(bucket, 0) * max(1.0, t_b / self.settled(b, 0))
         return 0.0
 
+    def larger_batch_ratio(self, bucket: int, k: int, min_samples: float) -> Optional[float]:
+        """An upper bound on t(bucket, k) / t(bucket, 0): that ratio at the nearest larger
+        bucket where k and k=0 each have `min_samples`, measured within `CAP_FRESH_SYNCS`
+        (the bound `smaller_batch_floor` reads the other way: drafting's relative cost only
+        grows with the batch). None when no larger bucket has both."""
+        if k == 0:
+            return 1.0
+        oldest = self.syncs - self.CAP_FRESH_SYNCS
+        for b in range(bucket + 1, MAX_BUCKET_EXP + 1):
+            i, i0 = self._i(b, k), self._i(b, 0)
+            if (min(self.count[i], self.count[i0]) >= min_samples
+                    and min(self.fresh_at[i], self.fresh_at[i0]) >= oldest):
+                return max(1.0, self.settled(b, k) / self.settled(b, 0))
+        return None
+
     def snapshot(self, samples: bool = False) -> dict:
         """{batch bucket: {k: mean ms}} of the measured cells, or their sample counts."""
         out = {}
@@ -544,20 +559,31 @@ class GoodputPolicy:
 
     def _bucket_view(self, bucket: int) -> tuple:
         """(step time of each k, the k that may be chosen) at this bucket. Chosen only where
-        measured at this batch size (k=0 always: the plain step): an estimate scaled from
-        another bucket is good enough to decide what to probe, not to run on (at 128 requests
-        one kept k=3 for ~2 s, GPU step load 2026-11-29, until its own samples walked it
-        down to 0)."""
+        measured at this batch size (k=0 always: the plain step), or where a larger batch
+        bounds it (`larger_batch_ratio`: t(k) / t(0) there is at least the ratio here). An
+        estimate scaled from a smaller batch, or from a larger one without its k=0, is good
+        enough to decide what to probe, not to run on (at 128 requests one kept k=3 for ~2 s,
+        GPU step load 2026-11-29, until its own samples walked it down to 0)."""
         if self._cache_sync != self.table.syncs:
             self._bucket_cache.clear()
             self._cache_sync = self.table.syncs
         view = self._bucket_cache.get(bucket)
         if view is None:
-            ks = range(self.max_steps + 1)
             row = self.table.settled_row(bucket)
-            view = self._bucket_cache[bucket] = (
-                [self.step_time(bucket, k, row) for k in ks],
-                [k for k in ks if k == 0 or self.table.samples(bucket, k) >= self.min_samples])
+            times = [self.step_time(bucket, k, row) for k in range(self.max_steps + 1)]
+            candidates = [0]
+            for k in range(1, self.max_steps + 1):
+                if self.table.samples(bucket, k) >= self.min_samples:
+                    candidates.append(k)
+                    continue
+                ratio = self.table.larger_batch_ratio(bucket, k, self.min_samples)
+                if ratio is not None:
+                    # bounded from above by a larger batch: safe to run on until its own samples
+                    # arrive (GPU, session 21's step load: 12 decisions of plain at 2 running,
+                    # a size class the ramps had skipped, between k = 3 at 4 and at 1)
+                    times[k] = max(times[0] * ratio, row[1][k])
+                    candidates.append(k)
+            view = self._bucket_cache[bucket] = (times, candidates)
         return view
 
     def _probe(self, bucket: int, expected: list[float], best: float) -> Optional[int]:

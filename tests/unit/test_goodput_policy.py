@@ -391,6 +391,52 @@ def test_a_new_bucket_is_anchored_with_k0_first():
     assert chosen[:16] == [0] * 16, chosen  # runs plain, anchoring k=0, before any probe
 
 
+def test_a_size_class_the_ramps_skipped_drafts_on_its_first_decision_when_a_larger_one_bounds_it():
+    """GPU, session 21 (step load 1 -> 128 -> 1, dial 0.7): on the way down the choice went to
+    k = 3 on the first decision at 4 running, then to plain for 12 decisions at 2 running (a size
+    class the ramps had skipped, nothing measured there), and back to k = 3 at 1. t(k) / t(0)
+    only grows with the batch, so the measured ratio at 3-4 requests bounds the one at 2 from
+    above: k = 3 may run there at once, and its own samples take over as they arrive."""
+    ctl = make_ctl()
+    rng = random.Random(21)
+    for bs in (1, 4, 512):
+        simulate(ctl, bs, 0.7, 800, rng)
+    table = ctl.policy.table
+    assert table.samples(bucket_of(2), 0) == table.samples(bucket_of(2), 3) == 0
+    best = true_best_k(2, 0.7)
+    assert best == true_best_k(4, 0.7) == 3 and true_best_k(512, 0.7) == 0
+    chosen = simulate(ctl, 2, 0.7, 200, rng)
+    assert chosen[:5] == [best] * 5, chosen[:20]
+    assert table.samples(bucket_of(2), best) >= ctl.policy.min_samples  # its own samples now
+    assert chosen[-100:].count(best) >= 90
+
+
+def test_a_larger_batch_where_drafting_loses_does_not_make_a_smaller_one_draft():
+    """The bound from a larger batch is an upper one on the cost of drafting: where every k lost
+    at 512 requests, it is no reason to draft at an unmeasured 256 (the new bucket is anchored
+    with plain steps first, as before)."""
+    ctl = make_ctl()
+    simulate(ctl, 512, 0.7, 1500, random.Random(3))
+    assert true_best_k(512, 0.7) == 0
+    chosen = simulate(ctl, 256, 0.7, 16, random.Random(4))
+    assert chosen == [0] * 16, chosen
+
+
+def test_larger_batch_ratio_reads_the_nearest_fresh_well_sampled_larger_bucket():
+    table = StepTimeTable(max_steps=3)
+    for bs, k, s in ((8, 0, 0.010), (8, 2, 0.016), (32, 0, 0.012), (32, 2, 0.024), (128, 2, 0.05)):
+        for _ in range(8):
+            table.record(bs, k, s)
+    table.merge(table.local_vector())
+    assert table.larger_batch_ratio(bucket_of(2), 2, 6) == pytest.approx(1.6)  # 8's, not 32's
+    assert table.larger_batch_ratio(bucket_of(16), 2, 6) == pytest.approx(2.0)  # 32's
+    assert table.larger_batch_ratio(bucket_of(64), 2, 6) is None  # 128 has no k=0
+    assert table.larger_batch_ratio(bucket_of(2), 1, 6) is None  # no k=1 anywhere
+    assert table.larger_batch_ratio(bucket_of(2), 2, 9) is None  # too few samples
+    table.syncs += StepTimeTable.CAP_FRESH_SYNCS + 1  # long ago: no bound on today's costs
+    assert table.larger_batch_ratio(bucket_of(2), 2, 6) is None
+
+
 def test_smaller_steps_are_probed_first_and_floor_the_longer_chains():
     """At a batch where drafting loses, k=1 and k=2 measured slow are a floor under k=3's
     cost (a longer chain is never faster): the most expensive probe is never paid, neither at

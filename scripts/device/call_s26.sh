@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Session 26. One H200 each:
+#   sl (~5 min) issue 5's step load 1 -> 128 -> 1 (plain, goodput, dial 0.7) with the follow
+#      record, after goodput learned to run a k that a larger batch bounds (session 21: 12
+#      decisions of plain at 2 running on the way down, a size class the ramps had skipped).
+#   bx (~9 min) issue 5's ">= 2x SGLang's built-in adaptive mode at 128 / 256" (session 15, one
+#      pass: 1.90x / 2.15x; not re-run since): plain, built-in, goodput at 256 / 128, dial 0.7,
+#      BX_REPEAT passes (2); the sweep's deadline drops what does not fit.
+#   mo (~8 min) issue 10 on one GPU: the Qwen3-MoE layout (16 layers), plain, eagle3, goodput at
+#      1 / 4 / 16 requests (session 16's one pass: goodput 0.94x / 0.94x / 1.11x of the better),
+#      dial 0.7 in 2 passes, then the always-wrong draft in what the deadline leaves.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s26.sh sl|bx|mo
+source scripts/device/common.sh
+
+say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
+case "${1:-}" in
+sl)
+  export DEADLINE_S=${DEADLINE_S:-420} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  step_load_follow /tmp/soak-8b logs-sl.tar.xz
+  ;;
+bx)
+  export DEADLINE_S=${DEADLINE_S:-565} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  sweep 0 bx-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,builtin-adaptive,adaptive-spec:goodput --concurrency 256,128 --repeat ${BX_REPEAT:-2} \
+    --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-bx.txt
+  report bx- logs-bx.tar.xz /tmp/tail-bx.txt
+  ;;
+mo)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/moe-16 dial:0.7,random --preset qwen3-moe --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }
+  say "models built"
+  RUN_FLAGS+=(--start-timeout-s 360)
+  sweep 0 moe-low-dial-0.7 /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput --concurrency 1,4,16 --repeat 2 --time-budget-s 6 \
+    --system-args "$GOODPUT" > /tmp/tail-m7.txt
+  sweep 0 moe-low-random /tmp/moe-16/target /tmp/moe-16/draft-random \
+    plain,adaptive-spec:goodput --concurrency 1,4,16 --time-budget-s 6 \
+    --system-args "$GOODPUT" > /tmp/tail-mr.txt
+  report moe-low- logs-mo.tar.xz /tmp/tail-m7.txt /tmp/tail-mr.txt
+  ;;
+*)
+  say "usage: $0 sl|bx|mo"; exit 2
+  ;;
+esac
