@@ -2,7 +2,10 @@
 # Session 26. One H200 each:
 #   sl (~5 min) issue 5's step load 1 -> 128 -> 1 (plain, goodput, dial 0.7) with the follow
 #      record, after goodput learned to run a k that a larger batch bounds (session 21: 12
-#      decisions of plain at 2 running on the way down, a size class the ramps had skipped).
+#      decisions of plain at 2 running on the way down, a size class the ramps had skipped);
+#      then, in what the deadline leaves, issue 5's crossover band (dense dial 0.7: EAGLE-3 and
+#      plain within 15% at 32-64 requests; session 13's one run: goodput 1.05x there, mostly
+#      k = 2): plain, eagle3, goodput at 32 / 64, 2 passes.
 #   bx (~9 min) issue 5's ">= 2x SGLang's built-in adaptive mode at 128 / 256" (session 15, one
 #      pass: 1.90x / 2.15x; not re-run since): plain, built-in, goodput at 256 / 128, dial 0.7,
 #      BX_REPEAT passes (2); the sweep's deadline drops what does not fit.
@@ -16,10 +19,17 @@ say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
 case "${1:-}" in
 sl)
-  export DEADLINE_S=${DEADLINE_S:-420} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  export DEADLINE_S=${DEADLINE_S:-570} ADAPTIVE_SPEC_WARM_SAMPLING=0
   build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
   say "model built"
   step_load_follow /tmp/soak-8b logs-sl.tar.xz
+  say "step load done; $(left) s left"
+  if (( $(left) > 200 )); then
+    sweep 0 xo-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+      plain,eagle3,adaptive-spec:goodput --concurrency 32,64 --repeat 2 --time-budget-s 6 \
+      --system-args "$GOODPUT" > /tmp/tail-xo.txt
+    report xo- logs-xo.tar.xz /tmp/tail-xo.txt
+  fi
   ;;
 bx)
   export DEADLINE_S=${DEADLINE_S:-565} ADAPTIVE_SPEC_WARM_SAMPLING=0
