@@ -57,3 +57,6 @@ mo)
   say "usage: $0 sl|bx|mo"; exit 2
   ;;
 esac
+# at most 8 files come back: session 26's sl lost its crossover JSON to that cap
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$1"
