@@ -60,6 +60,8 @@ class StalenessLedger:
     full_catchup_stale: int = 0
     full_catchup_tokens: int = 0
     full_catchup_skipped: Dict[str, int] = field(default_factory=dict)
+    full_catchup_host_s: float = 0.0  # host time of the runs, summed (launches, no sync)
+    full_catchup_slowest: Tuple[float, int] = (0.0, 0)  # (host seconds, tokens) of the slowest
 
     def on_off_step(self) -> None:
         self.off_steps += 1
@@ -102,10 +104,13 @@ class StalenessLedger:
         rounds[i] += requests
         self.rounds_since = min(self.rounds_since + 1, ACCEPT_WINDOW)
 
-    def on_full_catchup(self, stale_positions: int, tokens: int) -> None:
+    def on_full_catchup(self, stale_positions: int, tokens: int, host_s: float = 0.0) -> None:
         self.full_catchups += 1
         self.full_catchup_stale += stale_positions
         self.full_catchup_tokens += tokens
+        self.full_catchup_host_s += host_s
+        if host_s > self.full_catchup_slowest[0]:
+            self.full_catchup_slowest = (host_s, tokens)
 
     def on_full_catchup_skipped(self, why: str) -> None:
         self.full_catchup_skipped[why] = self.full_catchup_skipped.get(why, 0) + 1
@@ -117,6 +122,14 @@ class StalenessLedger:
         self.accept_since = {}
         self.full_catchups = self.full_catchup_stale = self.full_catchup_tokens = 0
         self.full_catchup_skipped = {}
+        self.full_catchup_host_s, self.full_catchup_slowest = 0.0, (0.0, 0)
+
+    def _catchup_host_times(self) -> dict:
+        if not self.full_catchups:
+            return {}
+        slowest_s, slowest_tokens = self.full_catchup_slowest
+        return {"host_ms_mean": round(1000 * self.full_catchup_host_s / self.full_catchups, 2),
+                "host_ms_max": round(1000 * slowest_s, 2), "tokens_of_slowest": slowest_tokens}
 
     def status(self) -> dict:
         return {
@@ -133,5 +146,6 @@ class StalenessLedger:
                          "request_rounds": rounds}
                 for k, (sums, rounds) in sorted(self.accept_since.items())},
             "full_catchup": {"runs": self.full_catchups, "stale_positions": self.full_catchup_stale,
-                             "tokens": self.full_catchup_tokens, "skipped": dict(self.full_catchup_skipped)},
+                             "tokens": self.full_catchup_tokens, "skipped": dict(self.full_catchup_skipped),
+                             **self._catchup_host_times()},
         }

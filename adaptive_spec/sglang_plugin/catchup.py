@@ -40,6 +40,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import time
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
@@ -58,6 +59,11 @@ CHECK_ENV = "ADAPTIVE_SPEC_CATCHUP_CHECK"
 # positions (flapping every 64 steps with plain prefills while off: 1.02x / 1.03x / 1.01x, and
 # 3.94-3.99 per round after re-entry instead of 3.48-3.62). Between the two measured points.
 AUTO_MIN_MEAN_STALE = 32
+# A full catch-up whose host time passes this is logged with its size: on the MoE layout at one
+# request a re-entry stalled the server for ~2 s twice (GPU, sessions 16 and 26, 0.66x / 0.67x of
+# plain in a 6-s window while off on all but a refresh), cause not yet found; a first-use kernel
+# build in its eager forwards would show here, since a build runs on the host.
+SLOW_CATCHUP_S = 0.25
 
 
 def mark_stale(req, position: int) -> None:
@@ -258,11 +264,16 @@ def at_reentry(worker, batch, ctl, from_plain: bool) -> bool:
         if why is not None:
             ledger.on_full_catchup_skipped(why)
             return False
+        started = time.perf_counter()
         plan = run_full_catchup(worker, batch)
         if plan is None:
             ledger.on_full_catchup_skipped("bookkeeping gap")
             return False
-        ledger.on_full_catchup(plan.stale_positions, len(plan.tokens))
+        host_s = time.perf_counter() - started  # launches only, no sync: a stall of the host
+        ledger.on_full_catchup(plan.stale_positions, len(plan.tokens), host_s)
+        if host_s > SLOW_CATCHUP_S:
+            logger.warning("adaptive_spec: full catch-up of %d tokens over %d requests took %.2f s "
+                           "on the host", len(plan.tokens), len(batch.reqs), host_s)
         return True
     except LengthMismatch as exc:
         ledger.on_full_catchup_skipped("length mismatch")

@@ -232,9 +232,23 @@ def test_after_plain_steps_the_reentry_step_catches_up_in_full_and_drafts_at_onc
     assert batch.spec_info.topk_index.shape == (2, 1) and batch.spec_info.hidden_states.shape == (2, 8)
     assert batch.spec_info.bonus_tokens.tolist() == [900, 901]
     full = state.get_controller().status()["reentry"]["full_catchup"]
-    assert full == {"runs": 1, "stale_positions": 3, "tokens": 4, "skipped": {}}
+    host_ms = full.pop("host_ms_mean")
+    assert 0 < host_ms == full.pop("host_ms_max")
+    assert full == {"runs": 1, "stale_positions": 3, "tokens": 4, "skipped": {}, "tokens_of_slowest": 4}
     assert [getattr(r, catchup.STALE_FROM) for r in batch.reqs] == [None, None]
     assert not getattr(batch, catchup.FROM_PLAIN)
+
+
+@pytest.mark.parametrize("slow", [False, True])
+def test_a_slow_full_catchup_is_logged_with_its_size(monkeypatch, future_map, caplog, slow):
+    """GPU, sessions 16 and 26 (MoE layout, one request): a re-entry stalled the server for ~2 s;
+    the next run should say whether the full catch-up's host time was the stall."""
+    worker, _, _ = reentry_worker(monkeypatch, future_map)
+    batch = decode_batch_at_reentry(future_map)
+    setattr(batch, catchup.FROM_PLAIN, True)
+    monkeypatch.setattr(catchup, "SLOW_CATCHUP_S", -1.0 if slow else 60.0)
+    assert catchup_step(worker, batch).adaptive_spec_mode == "reentry"
+    assert ("full catch-up of 4 tokens over 2 requests took" in caplog.text) == slow
 
 
 @pytest.mark.parametrize("why", ["last step not plain", "newest asked", "logprobs", "multimodal request"])
