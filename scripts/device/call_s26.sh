@@ -12,7 +12,11 @@
 #   mo (~8 min) issue 10 on one GPU: the Qwen3-MoE layout (16 layers), plain, eagle3, goodput at
 #      1 / 4 / 16 requests (session 16's one pass: goodput 0.94x / 0.94x / 1.11x of the better),
 #      dial 0.7 in 2 passes, then the always-wrong draft in what the deadline leaves.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s26.sh sl|bx|mo
+#   ph (~3 min) what the session's last device minutes hold: bx's 256-request level (goodput
+#      0.78x of plain there while off on every steady decision, ITL p50 25.5 vs 14.5 ms, p99 649
+#      ms) again, plain and goodput, one pass, with the phase clocks (1-s windows) and the full
+#      catch-up's host time in the status.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s26.sh sl|bx|mo|ph
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -53,8 +57,20 @@ mo)
     --system-args "$GOODPUT" > /tmp/tail-mr.txt
   report moe-low- logs-mo.tar.xz /tmp/tail-m7.txt /tmp/tail-mr.txt
   ;;
+ph)
+  export DEADLINE_S=${DEADLINE_S:-200} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
+    ADAPTIVE_SPEC_PHASE_WINDOW_S=1
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  sweep 0 ph-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,adaptive-spec:goodput \
+    --concurrency 256 --time-budget-s 8 --system-args "$GOODPUT" > /tmp/tail-ph.txt
+  report ph- logs-ph.tar.xz /tmp/tail-ph.txt
+  ( cd /tmp && python3 -m adaptive_spec.bench.phase_summary --bands 160-256,96-159 \
+      /tmp/logs-ph-dense/server-*.log ) > "$OUT/phases-ph.txt" 2>&1
+  tail -8 "$OUT/phases-ph.txt"
+  ;;
 *)
-  say "usage: $0 sl|bx|mo"; exit 2
+  say "usage: $0 sl|bx|mo|ph"; exit 2
   ;;
 esac
 # at most 8 files come back: session 26's sl lost its crossover JSON to that cap
