@@ -15,7 +15,8 @@
 #   ph (~3 min) what the session's last device minutes hold: bx's 256-request level (goodput
 #      0.78x of plain there while off on every steady decision, ITL p50 25.5 vs 14.5 ms, p99 649
 #      ms) again, plain and goodput, one pass, with the phase clocks (1-s windows) and the full
-#      catch-up's host time in the status.
+#      catch-up's host time in the status. Session 26: no server started (start timeout 106 s, the
+#      deadline's share on a cold machine: the cold servers need more); needs DEADLINE_S >= 300.
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s26.sh sl|bx|mo|ph
 source scripts/device/common.sh
 
