@@ -13,8 +13,8 @@ request's token rate (E_k / t), so "throughput when busy, latency when idle" is 
 with `tpot_slo_ms` the choice is restricted to the k whose predicted TPOT (t / E_k) meets
 the target when any does. Only a k measured at this batch bucket (or k=0), or bounded from
 above by a larger one, may be chosen; unmeasured cells are estimated from measured neighbours
-and probed rarely (a few steps, smallest k first) until they have `min_samples` samples. A switch needs a `switch_margin`
-gain, so the choice does not flap on noise.
+and probed rarely (a few steps, smallest k first) until they have `min_samples` samples. A
+switch needs a `switch_margin` gain, so the choice does not flap on noise.
 
 What the GPU runs of 2026-11-29 taught the table and the probes:
 - A cell's first samples can be stalls (a Triton compile on a new batch shape). Averaged, they

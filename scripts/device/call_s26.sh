@@ -17,7 +17,11 @@
 #      ms) again, plain and goodput, one pass, with the phase clocks (1-s windows) and the full
 #      catch-up's host time in the status. Session 26: no server started (start timeout 106 s, the
 #      deadline's share on a cold machine: the cold servers need more); needs DEADLINE_S >= 300.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s26.sh sl|bx|mo|ph
+#   ms (~6 min, prepared, not run) issue 10's stall at one request: the MoE layout with the
+#      always-wrong draft, plain and goodput at 1 request, 3 pairs, then every slow full catch-up
+#      the servers logged (SLOW_CATCHUP_S) and goodput's catch-up host times: whether the ~2-s
+#      re-entry stalls of sessions 16 and 26 are the catch-up's host work (a kernel build).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s26.sh sl|bx|mo|ph|ms
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -70,8 +74,23 @@ ph)
       /tmp/logs-ph-dense/server-*.log ) > "$OUT/phases-ph.txt" 2>&1
   tail -8 "$OUT/phases-ph.txt"
   ;;
+ms)
+  export DEADLINE_S=${DEADLINE_S:-400} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  RUN_FLAGS+=(--start-timeout-s 360)
+  sweep 0 ms-moe-random /tmp/moe-16/target /tmp/moe-16/draft-random plain,adaptive-spec:goodput \
+    --concurrency 1 --repeat 3 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-ms.txt
+  report ms- logs-ms.tar.xz /tmp/tail-ms.txt
+  grep -h "full catch-up of" /tmp/logs-ms-moe-random/*.log | head -20
+  python3 - "$OUT"/sweep-ms-moe-random.json <<'PY'
+import json, sys
+for rank in json.load(open(sys.argv[1]))["systems"]["adaptive-spec:goodput"].get("final_status") or []:
+    print("full catch-up", json.dumps((rank.get("reentry") or {}).get("full_catchup")))
+PY
+  ;;
 *)
-  say "usage: $0 sl|bx|mo|ph"; exit 2
+  say "usage: $0 sl|bx|mo|ph|ms"; exit 2
   ;;
 esac
 # at most 8 files come back: session 26's sl lost its crossover JSON to that cap
