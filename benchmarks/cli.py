@@ -167,6 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--start-stagger-s", type=float, default=15.0,
                    help="parallel: seconds between launches")
     g.add_argument("--start-timeout-s", type=float, default=420.0)
+    g.add_argument("--min-start-s", type=float, default=150.0,
+                   help="with --deadline-s: launch nothing when the deadline leaves the servers "
+                        "less than this to start (cold H200 servers need more than 106 s)")
     g.add_argument("--order", choices=["level", "system"], default="level",
                    help="parallel: every system at a level before the next level, or system by system")
     g.add_argument("--python", default=None, help="interpreter for servers (default: this one)")
@@ -265,7 +268,7 @@ def _config_from(a: argparse.Namespace, argv: List[str]):
         builtin_adaptive_config=a.builtin_adaptive_config,
         mem_fraction_static=a.mem_fraction_static, max_total_tokens=a.max_total_tokens,
         start_mode=a.start_mode, start_stagger_s=a.start_stagger_s,
-        start_timeout_s=a.start_timeout_s, order=a.order, repeat=a.repeat,
+        start_timeout_s=a.start_timeout_s, min_start_s=a.min_start_s, order=a.order, repeat=a.repeat,
         time_budget_s=a.time_budget_s,
         time_budget_from=a.time_budget_from,
         drain_s=a.drain_s, requests_per_level=a.requests_per_level,

@@ -87,6 +87,10 @@ class SweepConfig:
     start_mode: str = "parallel"              # parallel|serial
     start_stagger_s: float = 15.0
     start_timeout_s: float = 420.0
+    # with a deadline: refuse to launch when it leaves the servers less than this to start (GPU,
+    # session 26: 106 s were too few for two cold servers, and the call's 156 device seconds
+    # bought nothing)
+    min_start_s: float = 0.0
     order: str = "level"                      # level|system (parallel mode)
     repeat: int = 1                           # closed/open levels: each measured this many times in a row
     time_budget_s: float = 6.0
@@ -945,6 +949,9 @@ class Sweep:
         timeout = c.start_timeout_s
         if c.deadline_s is not None:
             timeout = min(timeout, max(10.0, self.time_left() - 30))
+            if timeout < c.min_start_s:
+                raise RunError(f"the deadline leaves the servers {timeout:.0f} s to start, under "
+                               f"--min-start-s {c.min_start_s:.0f}: nothing launched")
         self.group.start_all(stagger_s=c.start_stagger_s, on_event=self._event)
         errors = self.group.wait_all(timeout, on_event=self._event)
         for name, e in errors.items():

@@ -204,12 +204,26 @@ def test_sweep_deadline_skips_levels(tmp_path, fake_env, model_dirs):
     out = tmp_path / "2026-11-29-deadline.json"
     rc = cli.main(["sweep", "--target", str(t), "--systems", "plain", "--concurrency", "1,2,4",
                    "--new-tokens", "8", "--out", str(out), "--no-plot", "--deadline-s", "7",
-                   "--no-warmup", "--server-arg", "--fake-delay-s 0.1", *FAST])
+                   "--min-start-s", "0", "--no-warmup", "--server-arg", "--fake-delay-s 0.1", *FAST])
     # each level may take up to budget + drain + 2 = 4 s: the third never fits in 7 s
     assert rc == 0
     res = json.loads(out.read_text())
     assert res["status"] == "partial" and res["skipped"]
     assert 1 <= len(res["rows"]) < 3
+
+
+def test_a_deadline_too_short_for_the_servers_to_start_launches_nothing(tmp_path, fake_env, model_dirs, capsys):
+    """GPU, session 26: a deadline that left two cold servers 106 s to start spent 156 device
+    seconds on a start that could not finish. One clear line and a non-zero exit instead."""
+    t, _ = model_dirs
+    out = tmp_path / "2026-12-02-short.json"
+    rc = cli.main(["sweep", "--target", str(t), "--systems", "plain", "--concurrency", "1",
+                   "--new-tokens", "8", "--out", str(out), "--no-plot", "--deadline-s", "100",
+                   "--log-dir", str(tmp_path / "logs"), *FAST])
+    assert rc != 0
+    err = capsys.readouterr().err
+    assert "leaves the servers 70 s to start, under --min-start-s 150" in err
+    assert "Traceback" not in err and not list((tmp_path / "logs").glob("server-*.log"))
 
 
 def test_repeated_levels_pair_each_system_with_plain(tmp_path, fake_env, model_dirs):
