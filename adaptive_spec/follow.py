@@ -17,8 +17,11 @@ PROBING = frozenset({"probe", "refresh", "reprobe"})
 
 class FollowLog:
     """The latest switches of the policy's choice, each with how many decisions the batch had
-    been in its size class (log2 bucket, as the goodput table's) when the choice moved: 0 means
-    on the first decision at the new size."""
+    been in its size class (log2 bucket, as the goodput table's) when the new step count started
+    to run: 0 means on the first decision at the new size. A probe that already ran the new step
+    count counts as running it (GPU, session 26's step load: a k = 0 probe begun at 2 requests
+    ran on as the batch grew to 125, and the switch to plain read 6 decisions although every
+    step at 125 had been plain)."""
 
     KEEP = 32
 
@@ -27,15 +30,20 @@ class FollowLog:
         self._bucket: Optional[int] = None
         self._since = 0  # decision number at which the batch entered its current size class
         self._choice: Optional[int] = None  # steps of the last decision that was not a probe
+        self._run_steps: Optional[int] = None  # steps of the latest decision, probes included
+        self._run_from = 0  # decision number since which every decision ran `_run_steps`
 
     def on_decision(self, n: int, running: int, steps: int, reason: str) -> None:
         bucket = bucket_of(running)
         if bucket != self._bucket:
             self._bucket, self._since = bucket, n
+        if steps != self._run_steps:
+            self._run_steps, self._run_from = steps, n
         if reason in PROBING:
             return
         if self._choice is not None and steps != self._choice:
-            self.events.append((n, running, self._choice, steps, reason, n - self._since))
+            lag = max(0, self._run_from - self._since)
+            self.events.append((n, running, self._choice, steps, reason, lag))
         self._choice = steps
 
     def status(self) -> list:

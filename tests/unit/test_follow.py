@@ -26,6 +26,25 @@ def test_probes_and_the_return_from_them_are_not_switches():
     assert log.status() == []
 
 
+def test_a_probe_that_already_ran_the_new_choice_counts_as_following():
+    """GPU, session 26 (step load, warm-up wave): a k = 0 probe begun at 2 requests ran on as the
+    batch grew to 125, then the cost model chose 0 there: plain from the first decision at 125."""
+    log = FollowLog()
+    seq = [(4, 3, "cost_model")] * 5 + [(2, 0, "probe")] * 2 + [(125, 0, "probe")] * 5 \
+        + [(125, 0, "cost_model")] * 3
+    for n, (running, steps, reason) in enumerate(seq, start=1):
+        log.on_decision(n, running, steps, reason)
+    (event,) = log.status()
+    assert (event["from"], event["to"], event["running"], event["decisions_at_size"]) == (3, 0, 125, 0)
+    # a probe of another k in between restarts the run: the lag counts from the new run
+    log = FollowLog()
+    seq = [(4, 3, "cost_model")] * 5 + [(125, 3, "cost_model")] * 2 + [(125, 1, "probe")] * 3 \
+        + [(125, 0, "cost_model")]
+    for n, (running, steps, reason) in enumerate(seq, start=1):
+        log.on_decision(n, running, steps, reason)
+    assert log.status()[0]["decisions_at_size"] == 5
+
+
 def test_the_log_keeps_the_latest_switches_only():
     log = FollowLog()
     for n in range(1, 200):
