@@ -311,8 +311,6 @@ class StepTimeTable:
         bucket where k and k=0 each have `min_samples`, measured within `CAP_FRESH_SYNCS`
         (the bound `smaller_batch_floor` reads the other way: drafting's relative cost only
         grows with the batch). None when no larger bucket has both."""
-        if k == 0:
-            return 1.0
         oldest = self.syncs - self.CAP_FRESH_SYNCS
         for b in range(bucket + 1, MAX_BUCKET_EXP + 1):
             i, i0 = self._i(b, k), self._i(b, 0)

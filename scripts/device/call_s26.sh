@@ -70,9 +70,7 @@ ph)
   sweep 0 ph-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,adaptive-spec:goodput \
     --concurrency 256 --time-budget-s 8 --system-args "$GOODPUT" > /tmp/tail-ph.txt
   report ph- logs-ph.tar.xz /tmp/tail-ph.txt
-  ( cd /tmp && python3 -m adaptive_spec.bench.phase_summary --bands 160-256,96-159 \
-      /tmp/logs-ph-dense/server-*.log ) > "$OUT/phases-ph.txt" 2>&1
-  tail -8 "$OUT/phases-ph.txt"
+  phases /tmp/logs-ph-dense --bands 160-256,96-159 | tail -8
   ;;
 ms)
   export DEADLINE_S=${DEADLINE_S:-400} ADAPTIVE_SPEC_WARM_SAMPLING=0

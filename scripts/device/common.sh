@@ -205,11 +205,12 @@ PY
 }
 
 # The phase clocks' table (ms of wall time per decode step by scheduler phase, every server,
-# plain included: ADAPTIVE_SPEC_PHASE_TIMING) of the sweep logs in $1, as text and JSON. From
-# /tmp: the repo's own adaptive_spec/ would shadow the installed copy that holds `bench`.
+# plain included: ADAPTIVE_SPEC_PHASE_TIMING) of the sweep logs in $1, as text and JSON; further
+# arguments go to phase_summary (--bands ...). From /tmp: the repo's own adaptive_spec/ would
+# shadow the installed copy that holds `bench`.
 phases() {
   local name; name=$(basename "$1")
-  ( cd /tmp && python3 -m adaptive_spec.bench.phase_summary --json "$OUT/phases-${name#logs-}.json" "$1"/server-*.log ) \
+  ( cd /tmp && python3 -m adaptive_spec.bench.phase_summary --json "$OUT/phases-${name#logs-}.json" "${@:2}" "$1"/server-*.log ) \
     | tee "$OUT/phases-${name#logs-}.txt"
 }
 
