@@ -205,10 +205,11 @@ def ineligible(server_args) -> Optional[str]:
     return next((why for failed, why in checks if failed), None)
 
 
-def run_full_catchup(worker, batch) -> Optional[Plan]:
+def run_full_catchup(worker, batch, clock: Optional[dict] = None) -> Optional[Plan]:
     """The two forwards, on the forward stream (stream order is all the ordering needed), then
     the draft state they leave installed in the batch's draft input. Returns the plan that ran
-    (None: nothing ran)."""
+    (None: nothing ran). `clock`, when given, gets the host seconds of each part (`target`,
+    `draft`: launches only, no sync), so a slow run says which forward held the host."""
     from sglang.srt.layers.moe.utils import speculative_moe_a2a_backend_context, speculative_moe_backend_context
     from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
 
@@ -218,8 +219,10 @@ def run_full_catchup(worker, batch) -> Optional[Plan]:
     if os.environ.get(CHECK_ENV) == "1" and batch.seq_lens.tolist() != plan.seq_lens:
         raise LengthMismatch(f"host {plan.seq_lens[:8]} vs GPU {batch.seq_lens.tolist()[:8]}")
     view = extend_view(batch, plan)
+    started = time.perf_counter()
     target = worker.target_worker.forward_batch_generation(
         view, is_verify=True, capture_hidden_mode=CaptureHiddenMode.FULL)  # is_verify: no sampling
+    target_done = time.perf_counter()
     view.out_cache_loc = draft_slots(worker.req_to_token_pool.req_to_token,
                                      [req.req_pool_idx for req in batch.reqs], plan)
     draft = worker.draft_worker
@@ -230,6 +233,8 @@ def run_full_catchup(worker, batch) -> Optional[Plan]:
         # the last input of each request is the bonus token at T (the rotation's tail)
         fresh = draft._draft_extend_for_prefill(view, target.logits_output.hidden_states, batch.spec_info.bonus_tokens)
     install_draft_state(batch.spec_info, fresh)
+    if clock is not None:
+        clock["target"], clock["draft"] = target_done - started, time.perf_counter() - target_done
     return plan
 
 
@@ -264,8 +269,8 @@ def at_reentry(worker, batch, ctl, from_plain: bool) -> bool:
         if why is not None:
             ledger.on_full_catchup_skipped(why)
             return False
-        started = time.perf_counter()
-        plan = run_full_catchup(worker, batch)
+        started, clock = time.perf_counter(), {}
+        plan = run_full_catchup(worker, batch, clock)
         if plan is None:
             ledger.on_full_catchup_skipped("bookkeeping gap")
             return False
@@ -273,7 +278,8 @@ def at_reentry(worker, batch, ctl, from_plain: bool) -> bool:
         ledger.on_full_catchup(plan.stale_positions, len(plan.tokens), host_s)
         if host_s > SLOW_CATCHUP_S:
             logger.warning("adaptive_spec: full catch-up of %d tokens over %d requests took %.2f s "
-                           "on the host", len(plan.tokens), len(batch.reqs), host_s)
+                           "on the host (target forward %.2f s, draft forward %.2f s)", len(plan.tokens),
+                           len(batch.reqs), host_s, clock.get("target", 0.0), clock.get("draft", 0.0))
         return True
     except LengthMismatch as exc:
         ledger.on_full_catchup_skipped("length mismatch")

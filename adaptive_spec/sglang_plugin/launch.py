@@ -83,6 +83,10 @@ def main(argv: list[str] | None = None) -> None:
     from sglang.launch_server import run_server
     from sglang.srt.utils import kill_process_tree
 
+    from .extend_warmup import register as register_extend_warmup
+
+    register_extend_warmup()  # `--warmups adaptive_spec_extend`, with or without our flags
+
     try:
         run_server(server_args)
     finally:

@@ -249,6 +249,7 @@ def test_a_slow_full_catchup_is_logged_with_its_size(monkeypatch, future_map, ca
     monkeypatch.setattr(catchup, "SLOW_CATCHUP_S", -1.0 if slow else 60.0)
     assert catchup_step(worker, batch).adaptive_spec_mode == "reentry"
     assert ("full catch-up of 4 tokens over 2 requests took" in caplog.text) == slow
+    assert ("(target forward " in caplog.text and "draft forward " in caplog.text) == slow
 
 
 @pytest.mark.parametrize("why", ["last step not plain", "newest asked", "logprobs", "multimodal request"])

@@ -1,0 +1,73 @@
+"""`--warmups adaptive_spec_extend` (SGLang's custom warm-up hook, run before the server
+listens): one-token prefills of a ladder of prompt lengths, so the target's and the draft's
+extend kernels are built for the sizes a full catch-up forwards, at start-up instead of at a
+re-entry while requests wait.
+
+Why: a full catch-up (`catchup.py`) is one eager extend forward over every stale position of
+the batch, up to a chunked prefill's worth of tokens: sizes a server that only sees short
+prompts never runs. On the MoE layout (Triton fused-MoE kernels, one build per block
+configuration, chosen by the token count) a re-entry at one request stalled the server for
+~2 s, twice (GPU, sessions 16 and 26: 0.66x / 0.67x of plain in a 6-s level, off on all but a
+refresh); a kernel built on first use runs on the scheduler's thread, and every request in
+flight waits. Prefilling each length once builds what those forwards need; later starts find
+the builds in Triton's cache.
+
+The ladder: powers of two and their 1.5x midpoints from 16 tokens, each also one token
+shorter (Triton specialises integer arguments on divisibility by 16), up to the smaller of
+the token cap and the context length. Random token ids; greedy; one new token, so no decode
+step runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import List
+
+logger = logging.getLogger("adaptive_spec")
+
+NAME = "adaptive_spec_extend"
+SMALLEST = 16
+
+
+def ladder(largest: int) -> List[int]:
+    """The prompt lengths warmed, ascending: 15, 16, 23, 24, 31, 32, ... and `largest`."""
+    sizes, base = set(), SMALLEST
+    while base <= largest:
+        for n in (base, base * 3 // 2):
+            if n <= largest:
+                sizes.update((n, n - 1))
+        base *= 2
+    sizes.add(largest)
+    return sorted(sizes)
+
+
+def largest_size(server_args, context_len: int) -> int:
+    from .catchup import token_cap
+
+    return max(SMALLEST, min(token_cap(server_args), context_len - 8))
+
+
+async def warm_extend_shapes(disaggregation_mode: str, tokenizer_manager) -> None:
+    from sglang.srt.managers.io_struct import GenerateReqInput
+
+    if disaggregation_mode != "null":  # a PD server's prefills need a bootstrap peer
+        logger.warning("adaptive_spec: extend warm-up skipped on a disaggregated server")
+        return
+    sizes = ladder(largest_size(tokenizer_manager.server_args, tokenizer_manager.context_len))
+    vocab = max(2, min(int(tokenizer_manager.model_config.vocab_size), 32000))
+    rng = random.Random(0)
+    for size in sizes:
+        req = GenerateReqInput(input_ids=[rng.randrange(1, vocab) for _ in range(size)],
+                               sampling_params={"max_new_tokens": 1, "temperature": 0.0})
+        async for _ in tokenizer_manager.generate_request(req, None):
+            pass
+    logger.info("adaptive_spec: extend kernels warmed for %d prompt lengths, %d to %d tokens",
+                len(sizes), sizes[0], sizes[-1])
+
+
+def register() -> None:
+    """Make `--warmups adaptive_spec_extend` known to SGLang (the HTTP server's process)."""
+    from sglang.srt.entrypoints.warmup import warmup
+
+    warmup(NAME)(warm_extend_shapes)

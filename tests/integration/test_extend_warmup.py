@@ -1,0 +1,59 @@
+"""`--warmups adaptive_spec_extend`: one-token prefills of a ladder of prompt lengths through
+SGLang's own warm-up hook, so a full catch-up's extend sizes find their kernels built (GPU,
+sessions 16 and 26: a ~2-s stall at a re-entry on the MoE layout)."""
+import asyncio
+import types
+
+from sglang.srt.entrypoints import warmup as sglang_warmup
+from sglang.srt.managers.io_struct import GenerateReqInput
+
+from adaptive_spec.sglang_plugin import extend_warmup
+
+
+def test_the_ladder_covers_both_sides_of_each_multiple_of_16_up_to_the_largest():
+    sizes = extend_warmup.ladder(4088)
+    assert sizes[:6] == [15, 16, 23, 24, 31, 32]
+    assert sizes[-3:] == [3071, 3072, 4088] and sizes == sorted(set(sizes))
+    assert all(n - 1 in sizes for n in (64, 512, 2048))
+    assert extend_warmup.ladder(16) == [15, 16]
+
+
+def test_the_largest_is_the_token_cap_or_the_context_whichever_is_smaller():
+    args = types.SimpleNamespace(chunked_prefill_size=2048)
+    assert extend_warmup.largest_size(args, 4096) == 2048
+    assert extend_warmup.largest_size(args, 1024) == 1016
+    assert extend_warmup.largest_size(types.SimpleNamespace(chunked_prefill_size=None), 65536) == 8192
+
+
+class FakeTokenizerManager:
+    """A FAKE TokenizerManager (the real one needs a running scheduler): records each request."""
+
+    def __init__(self, context_len=200, vocab=50):
+        self.server_args = types.SimpleNamespace(chunked_prefill_size=8192)
+        self.context_len = context_len
+        self.model_config = types.SimpleNamespace(vocab_size=vocab)
+        self.seen = []
+
+    async def generate_request(self, req, request):
+        self.seen.append(req)
+        yield {"text": ""}
+
+
+def test_it_is_registered_in_sglangs_warmups_and_prefills_each_length_once(caplog):
+    extend_warmup.register()
+    fn = sglang_warmup._warmup_registry[extend_warmup.NAME]
+    tm = FakeTokenizerManager()
+    caplog.set_level("INFO", logger="adaptive_spec")
+    asyncio.run(sglang_warmup.execute_warmups("null", [extend_warmup.NAME], tm))
+    assert fn is extend_warmup.warm_extend_shapes
+    lengths = [len(r.input_ids) for r in tm.seen]
+    assert lengths == extend_warmup.ladder(192)
+    assert all(isinstance(r, GenerateReqInput) and r.sampling_params["max_new_tokens"] == 1 for r in tm.seen)
+    assert all(0 < t < 50 for r in tm.seen for t in r.input_ids)
+    assert "extend kernels warmed for" in caplog.text
+
+
+def test_a_disaggregated_server_skips_it():
+    tm = FakeTokenizerManager()
+    asyncio.run(extend_warmup.warm_extend_shapes("prefill", tm))
+    assert tm.seen == []
