@@ -1,5 +1,12 @@
 #!/usr/bin/env bash
 # Session 27. One H200 each:
+#   mc (~8 min) issue 10's stall, cleanly: ms ran the warm-up server beside the others, and the
+#      three shared one kernel cache (the warm-up's builds served all three; no stall anywhere, the
+#      slowest full catch-up 57 ms). Two sweeps, each on empty Triton and TVM-FFI caches: plain and
+#      goodput, then plain and goodput with the extend warm-up, 2 pairs at 1 request (MoE layout,
+#      always-wrong draft); per sweep the kernels built after the servers were ready, with their
+#      times, beside the log's decode-batch gaps; the GPU's clocks sampled every 0.5 s throughout
+#      (read-only: ms saw plain's own TPOT at 1.4 and 2.2 ms in different repeats).
 #   ms (~6 min) issue 10's stall at one request (sessions 16 and 26: a ~2-s stall at a k = 1
 #      refresh's re-entry, 0.66x / 0.67x of plain): the MoE layout (16 layers) with the
 #      always-wrong draft at 1 request, 3 pairs of plain, goodput, and goodput with the extend
@@ -7,7 +14,7 @@
 #      server listens). Then every slow full catch-up the servers logged, with its target / draft
 #      split, and the Triton and TVM-FFI kernels built while the sweep ran (the caches' new
 #      entries, with their times, against the log's stall): whether the stall is a kernel build.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s27.sh ms
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s27.sh mc|ms
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -18,7 +25,41 @@ built_since() {
   find "$TRITON_CACHE_DIR" "$TVM_FFI_CACHE_DIR" -newer "$1" -type f \( -name '*.json' -o -name '*.so' \) \
     ! -name '__grp__*' -printf '%TT %P\n' 2>/dev/null | sort | cut -c1-8,20- | head -${2:-60}
 }
+# the servers' first "fired up" time in the logs $1/*.log, as a file's mtime ($2)
+ready_marker() {
+  local t; t=$(grep -h "fired up" "$1"/*.log 2>/dev/null | sed -n 's/^\[\([0-9-]* [0-9:]*\)\].*/\1/p' | sort | tail -1)
+  [ -n "$t" ] && touch -d "$t" "$2"
+}
+# decode-batch lines more than $2 s apart in the server logs $1/*.log: where a server stalled
+gaps() {
+  local f; for f in "$1"/*.log; do
+    grep "Decode batch" "$f" | sed -n 's/^\[[0-9-]* \([0-9:]*\)\].*/\1/p' | awk -v g="$2" -v n="$(basename "$f")" \
+      '{split($1,a,":"); t=a[1]*3600+a[2]*60+a[3]; if (p && t-p>=g && t-p<5) print n, "gap", t-p, "s before", $1; p=t}'
+  done | head -20
+}
 case "${1:-}" in
+mc)
+  export DEADLINE_S=${DEADLINE_S:-575} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,clocks_event_reasons.active \
+    --format=csv,noheader -lms 500 > "$OUT/gpu-clocks.csv" 2>/dev/null &
+  SMI=$!
+  RUN_FLAGS+=(--start-timeout-s 300)
+  for v in cold warm; do
+    export TRITON_CACHE_DIR=/tmp/jit-$v/triton TVM_FFI_CACHE_DIR=/tmp/jit-$v/tvm-ffi
+    rm -rf /tmp/jit-$v; mkdir -p "$TRITON_CACHE_DIR" "$TVM_FFI_CACHE_DIR"
+    sys=adaptive-spec:goodput; [ $v = warm ] && sys=adaptive-spec:goodput-warm
+    sweep 0 mc-$v /tmp/moe-16/target /tmp/moe-16/draft-random plain,$sys --concurrency 1 --repeat 2 \
+      --time-budget-s 6 --system-args "$GOODPUT" --system-args "$WARM" > /tmp/tail-mc-$v.txt
+    grep -H "full catch-up of\|extend kernels warmed\|fired up" /tmp/logs-mc-$v/*.log | sed 's|/tmp/logs-mc-[a-z]*/||' | cut -c1-220
+    ready_marker /tmp/logs-mc-$v /tmp/ready-mc-$v && { say "$v: kernels built after the servers were ready:"; built_since /tmp/ready-mc-$v 40; }
+    gaps /tmp/logs-mc-$v 2
+    say "$v done; $(left) s left"
+  done
+  kill $SMI 2>/dev/null
+  report mc- logs-mc.tar.xz /tmp/tail-mc-cold.txt /tmp/tail-mc-warm.txt
+  ;;
 ms)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
   build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }
@@ -41,7 +82,7 @@ PY
   built_since /tmp/marker-ms 80 | tee "$OUT/built-ms.txt"
   ;;
 *)
-  say "usage: $0 ms"; exit 2
+  say "usage: $0 mc|ms"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"
