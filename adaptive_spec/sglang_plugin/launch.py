@@ -53,6 +53,10 @@ def parse_args(argv: list[str]):
         server_args = ServerArgs.from_cli_args(ns)
     except (ValueError, AssertionError, TypeError, FileNotFoundError, OSError) as exc:
         raise UsageError(f"invalid server arguments: {exc}") from None
+    if cfg is not None:
+        from .extend_warmup import add_by_default
+
+        add_by_default(server_args, cfg)  # a full catch-up's kernels built at start
     return server_args, cfg
 
 

@@ -7,6 +7,10 @@
 #      always-wrong draft); per sweep the kernels built after the servers were ready, with their
 #      times, beside the log's decode-batch gaps; the GPU's clocks sampled every 0.5 s throughout
 #      (read-only: ms saw plain's own TPOT at 1.4 and 2.2 ms in different repeats).
+#   mo (~9 min) issue 10 with the extend warm-up on by default (after mc): on empty kernel
+#      caches, the MoE layout (16 layers), plain, eagle3, goodput at 1 / 4 / 16 requests, dial 0.7,
+#      2 passes (session 26: goodput 0.872x / 1.020x / 1.077x of max(plain, eagle3)), then the
+#      always-wrong draft, plain and goodput at 1 / 4, 2 passes, in what the deadline leaves.
 #   ms (~6 min) issue 10's stall at one request (sessions 16 and 26: a ~2-s stall at a k = 1
 #      refresh's re-entry, 0.66x / 0.67x of plain): the MoE layout (16 layers) with the
 #      always-wrong draft at 1 request, 3 pairs of plain, goodput, and goodput with the extend
@@ -14,7 +18,7 @@
 #      server listens). Then every slow full catch-up the servers logged, with its target / draft
 #      split, and the Triton and TVM-FFI kernels built while the sweep ran (the caches' new
 #      entries, with their times, against the log's stall): whether the stall is a kernel build.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s27.sh mc|ms
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s27.sh mc|mo|ms
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -60,6 +64,23 @@ mc)
   kill $SMI 2>/dev/null
   report mc- logs-mc.tar.xz /tmp/tail-mc-cold.txt /tmp/tail-mc-warm.txt
   ;;
+mo)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  export TRITON_CACHE_DIR=/tmp/jit-mo/triton TVM_FFI_CACHE_DIR=/tmp/jit-mo/tvm-ffi
+  rm -rf /tmp/jit-mo; mkdir -p "$TRITON_CACHE_DIR" "$TVM_FFI_CACHE_DIR"
+  build_pair /tmp/moe-16 dial:0.7,random --preset qwen3-moe --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }
+  say "models built"
+  RUN_FLAGS+=(--start-timeout-s 360)
+  sweep 0 moe-low-dial-0.7 /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput --concurrency 1,4,16 --repeat 2 --time-budget-s 6 \
+    --system-args "$GOODPUT" > /tmp/tail-m7.txt
+  say "dial 0.7 done; $(left) s left"
+  sweep 0 moe-low-random /tmp/moe-16/target /tmp/moe-16/draft-random \
+    plain,adaptive-spec:goodput --concurrency 1,4 --repeat 2 --time-budget-s 6 \
+    --system-args "$GOODPUT" > /tmp/tail-mr.txt
+  grep -H "full catch-up of\|extend kernels warmed" /tmp/logs-moe-low-*/*.log | sed 's|/tmp/logs-||' | cut -c1-200
+  report moe-low- logs-mo.tar.xz /tmp/tail-m7.txt /tmp/tail-mr.txt
+  ;;
 ms)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
   build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }
@@ -82,7 +103,7 @@ PY
   built_since /tmp/marker-ms 80 | tee "$OUT/built-ms.txt"
   ;;
 *)
-  say "usage: $0 mc|ms"; exit 2
+  say "usage: $0 mc|mo|ms"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"

@@ -180,3 +180,34 @@ def test_readme_main_command_builds_models_and_its_server_command_parses(tmp_pat
     assert cfg == AdaptiveSpecConfig(threshold=32, min_accept_len=1.5, max_steps=3)
     assert server_args.speculative_draft_model_path == str(models / "draft-dial-0.7")
     assert (server_args.host, server_args.port) == ("127.0.0.1", 30000)
+
+
+@pytest.mark.parametrize("extra, env, expected", [
+    ((), None, "adaptive_spec_extend"),
+    (("--warmups", "voice_chat"), None, "voice_chat,adaptive_spec_extend"),
+    (("--warmups", "adaptive_spec_extend"), None, "adaptive_spec_extend"),
+    (("--adaptive-spec-catchup", "newest"), None, None),
+    (("--adaptive-spec-off-path", "decode-lean"), None, None),
+    ((), "0", None),
+])
+def test_the_extend_warmup_is_added_where_a_full_catchup_can_run(tiny_models, monkeypatch, extra, env, expected):
+    """GPU, session 27: without it a full catch-up on the MoE layout waited 0.75-1.43 s for
+    Triton's fused-MoE builds at each new token count."""
+    target, draft = tiny_models
+    if env is None:
+        monkeypatch.delenv("ADAPTIVE_SPEC_WARM_EXTEND", raising=False)
+    else:
+        monkeypatch.setenv("ADAPTIVE_SPEC_WARM_EXTEND", env)
+    server_args, _ = parse_args(eagle_args(target, draft, "--attention-backend", "triton",
+                                           "--adaptive-spec-policy", "goodput", *extra))
+    assert server_args.warmups == expected
+
+
+def test_no_extend_warmup_without_our_flags_or_where_the_catchup_cannot_run(tiny_models):
+    target, draft = tiny_models
+    plain_args, cfg = parse_args(["--model-path", target, "--device", "cpu", "--skip-tokenizer-init",
+                                  "--attention-backend", "triton"])
+    assert cfg is None and plain_args.warmups is None
+    server_args, _ = parse_args(eagle_args(target, draft, "--attention-backend", "torch_native", "--page-size", "16",
+                                           "--adaptive-spec-policy", "goodput"))
+    assert server_args.warmups is None  # page size > 1: no full catch-up
