@@ -11,6 +11,10 @@
 #      caches, the MoE layout (16 layers), plain, eagle3, goodput at 1 / 4 / 16 requests, dial 0.7,
 #      2 passes (session 26: goodput 0.872x / 1.020x / 1.077x of max(plain, eagle3)), then the
 #      always-wrong draft, plain and goodput at 1 / 4, 2 passes, in what the deadline leaves.
+#   mp (~5 min) issue 10's low-N deficit while off (mo: goodput 0.886x / 0.616x of plain at 1
+#      request, off on 2,943 / 2,359 of the level's decisions, TPOT p50 1.9 / 2.3 ms against plain's
+#      1.4): the MoE layout with the always-wrong draft, plain and goodput at 1 request, 2 passes,
+#      with the phase clocks (1-s windows): which scheduler phase of an off step costs more.
 #   ms (~6 min) issue 10's stall at one request (sessions 16 and 26: a ~2-s stall at a k = 1
 #      refresh's re-entry, 0.66x / 0.67x of plain): the MoE layout (16 layers) with the
 #      always-wrong draft at 1 request, 3 pairs of plain, goodput, and goodput with the extend
@@ -18,7 +22,7 @@
 #      server listens). Then every slow full catch-up the servers logged, with its target / draft
 #      split, and the Triton and TVM-FFI kernels built while the sweep ran (the caches' new
 #      entries, with their times, against the log's stall): whether the stall is a kernel build.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s27.sh mc|mo|ms
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s27.sh mc|mo|mp|ms
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -81,6 +85,17 @@ mo)
   grep -H "full catch-up of\|extend kernels warmed" /tmp/logs-moe-low-*/*.log | sed 's|/tmp/logs-||' | cut -c1-200
   report moe-low- logs-mo.tar.xz /tmp/tail-m7.txt /tmp/tail-mr.txt
   ;;
+mp)
+  export DEADLINE_S=${DEADLINE_S:-300} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
+    ADAPTIVE_SPEC_PHASE_WINDOW_S=1
+  build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  RUN_FLAGS+=(--start-timeout-s 200)
+  sweep 0 mp-moe-random /tmp/moe-16/target /tmp/moe-16/draft-random plain,adaptive-spec:goodput \
+    --concurrency 1 --repeat 2 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-mp.txt
+  report mp- logs-mp.tar.xz /tmp/tail-mp.txt
+  phases /tmp/logs-mp-moe-random --bands 1-1 | tail -14
+  ;;
 ms)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0
   build_pair /tmp/moe-16 random --preset qwen3-moe --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }
@@ -103,7 +118,7 @@ PY
   built_since /tmp/marker-ms 80 | tee "$OUT/built-ms.txt"
   ;;
 *)
-  say "usage: $0 mc|mo|ms"; exit 2
+  say "usage: $0 mc|mo|mp|ms"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"
