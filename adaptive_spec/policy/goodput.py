@@ -21,7 +21,8 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
   made k=0 look slower than drafting, and a cell never chosen never got the samples that would
   correct it. So each sync merges a trimmed mean (samples over 4x the median dropped), a
   drafting sample above (2k+2) x 1.5 times the bucket's plain step is dropped, and every
-  `refresh_interval` decisions k=0 or a neighbour of the chosen k gets a short probe.
+  `refresh_interval` decisions k=0, a neighbour of the chosen k or another k that could still
+  win gets a short probe.
 - Prefills: a decode result right after a prefill carries the prefill's time (the controller
   is told, and the step time restarts at the prefill's result, `Controller.on_prefill_result`;
   session 5 saw that dropping the two decode results around each prefill starved the busy
@@ -614,19 +615,25 @@ class GoodputPolicy:
             # the cheapest probe
             k, self._probe_reason = under[0], "probe"
         elif self._decisions % self.refresh_interval == 0 and self._current is not None:
-            # A filled bucket: refresh the stalest of k=0 and the chosen k's neighbours, so an
-            # estimate that went wrong (or a cost that drifted) cannot keep a k unchosen for
-            # ever, without paying for a far, expensive chain. A neighbour whose estimate rests
+            # A filled bucket: refresh the stalest of k=0 and the k that could still win (the
+            # chosen k's neighbours among them), so an estimate that went wrong (or a cost that
+            # drifted) cannot keep a k unchosen for ever, without paying for a far chain that
+            # cannot win (`could_win`: its optimistic goodput). A neighbour whose estimate rests
             # on few samples is refreshed even when it looks hopeless: those few can all be
             # stalls (a probe in a prefill burst), and the refreshes stop once it has enough,
             # or once it has been probed `hopeless_probes` times (each at its own moment, not
             # all in one burst) and still cannot win. GPU, session 18 (`p2`, dense pair, 128-256
             # requests, plain chosen): k = 1 read 4x a plain step on 18 samples and was still
             # refreshed every 1,024 decisions, 7 steps at ~4x and a catch-up each time.
+            # Beyond the neighbours, any k that could still win: GPU, session 27 (MoE layout,
+            # one request, dial 0.7), plain was chosen on 2,943 / 2,359 decisions of two
+            # repeats while only k = 1 (4.7 ms a step, losing) was refreshed; the final table
+            # put k = 3 at 4.2 ms against plain's 2.3, 1.34x plain's goodput, a cell no
+            # neighbour refresh ever reached from k = 0. Still one refresh per interval.
             cur = self._current
-            others = [k for k in {0, cur - 1, cur + 1}
-                      if 0 <= k <= self.max_steps and k != cur
-                      and (could_win(k) or (drafting_pays(k)
+            others = [k for k in range(self.max_steps + 1)
+                      if k != cur
+                      and (could_win(k) or (abs(k - cur) == 1 and drafting_pays(k)
                                             and self.table.samples(bucket, k) < self.trusted_samples
                                             and self._probes.get((bucket, k), (0, 0))[0]
                                             < self.hopeless_probes))]

@@ -59,10 +59,11 @@ CHECK_ENV = "ADAPTIVE_SPEC_CATCHUP_CHECK"
 # positions (flapping every 64 steps with plain prefills while off: 1.02x / 1.03x / 1.01x, and
 # 3.94-3.99 per round after re-entry instead of 3.48-3.62). Between the two measured points.
 AUTO_MIN_MEAN_STALE = 32
-# A full catch-up whose host time passes this is logged with its size: on the MoE layout at one
-# request a re-entry stalled the server for ~2 s twice (GPU, sessions 16 and 26, 0.66x / 0.67x of
-# plain in a 6-s window while off on all but a refresh), cause not yet found; a first-use kernel
-# build in its eager forwards would show here, since a build runs on the host.
+# A full catch-up whose host time passes this is logged with its size and its target / draft
+# split. GPU, session 27 (MoE layout, empty kernel caches, one request): four runs of 62-214
+# tokens took 0.75-1.43 s, all in the target's forward, while Triton built fused-MoE kernels for
+# each new token count: the ~2-s re-entry stalls of sessions 16 and 26. The extend warm-up
+# (`extend_warmup.py`, on by default since) builds them at start: 35-42 ms per run after it.
 SLOW_CATCHUP_S = 0.25
 
 

@@ -242,7 +242,7 @@ def test_after_plain_steps_the_reentry_step_catches_up_in_full_and_drafts_at_onc
 @pytest.mark.parametrize("slow", [False, True])
 def test_a_slow_full_catchup_is_logged_with_its_size(monkeypatch, future_map, caplog, slow):
     """GPU, sessions 16 and 26 (MoE layout, one request): a re-entry stalled the server for ~2 s;
-    the next run should say whether the full catch-up's host time was the stall."""
+    session 27's log lines put it in the target's forward (Triton building fused-MoE kernels)."""
     worker, _, _ = reentry_worker(monkeypatch, future_map)
     batch = decode_batch_at_reentry(future_map)
     setattr(batch, catchup.FROM_PLAIN, True)

@@ -1003,3 +1003,43 @@ def test_a_hopeless_neighbour_is_not_refreshed_for_ever(probes, refreshed):
     pol._decisions = pol.refresh_interval - 1  # the next decision is a refresh's turn
     d = pol.decide(LoadSnapshot(running=128), p2_acceptance())
     assert (d.steps, d.reason) == ((1, "refresh") if refreshed else (0, "cost_model"))
+
+
+# GPU, session 27 (MoE layout, one request, dial 0.7): the goodput server's final table at one
+# request (ms; samples rounded). What its k = 3 cell read while that level ran is not recorded;
+# the test below gives it a stalled probe's value.
+MOE_1_REQUEST = {0: (2.251, 60), 1: (4.748, 40), 3: (4.234, 30)}
+
+
+def test_a_far_step_count_that_could_win_is_refreshed_not_only_the_neighbours():
+    """GPU, session 27: plain was chosen at one request on 2,943 / 2,359 decisions while only
+    k = 1, the neighbour of k = 0, was refreshed (and lost); k = 3, at 1.34x plain's goodput in
+    the final table, was never measured again from k = 0. A k that could win is refreshed too."""
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    b = bucket_of(1)
+    fill_cells(pol.table, 1, {0: (2.251, 60), 3: (9.0, 30)})  # k = 3 read from a stalled probe
+    fill_cells(pol.table, 1, {0: (2.251, 60), 1: (4.748, 40)})  # later: k = 1 just refreshed
+    pol._current = 0
+    acc = p2_acceptance()
+    pol._decisions = pol.refresh_interval - 1  # the next decision is a refresh's turn
+    d = pol.decide(LoadSnapshot(running=1), acc)
+    assert (d.steps, d.reason) == (3, "refresh")  # the stalest k that could win
+    # its samples (the truth) bring the choice to k = 3
+    for _ in range(pol.probe_len):
+        pol.observe_step_time(1, 3, MOE_1_REQUEST[3][0] / 1000)
+        pol.decide(LoadSnapshot(running=1), acc)
+    for _ in range(2 * pol.sync_interval):
+        d = pol.decide(LoadSnapshot(running=1), acc)
+    assert (d.steps, d.reason) == (3, "cost_model")
+    assert pol.table.staleness(b, 3) < pol.table.staleness(b, 1) + 2 * pol.sync_interval
+
+
+def test_a_far_step_count_that_cannot_win_is_still_not_refreshed():
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    fill_cells(pol.table, 256, {0: (17.0, 60), 3: (80.0, 30)})  # k = 3 ~5x a plain step
+    fill_cells(pol.table, 256, {0: (17.0, 60), 1: (60.0, 40)})  # k = 1 3.5x: cannot win either
+    pol._current = 0
+    pol._probes[(bucket_of(256), 1)] = (3, 0)  # k = 1: hopeless after three probes
+    pol._decisions = pol.refresh_interval - 1
+    d = pol.decide(LoadSnapshot(running=256), p2_acceptance())
+    assert (d.steps, d.reason) == (0, "cost_model")
