@@ -114,6 +114,70 @@ class LoopLag:
                 "client_loop_lag_ms_p99": round(lags[min(len(lags) - 1, int(0.99 * len(lags)))], 2)}
 
 
+class CorePlacement:
+    """Which CPU the server's scheduler process is on, and that CPU's clock, every
+    `interval_s` over a level (bounded count): {"scheduler_cpus": {cpu: samples},
+    "scheduler_cpu_mhz": mean MHz of the CPUs it was seen on}.
+
+    Why: at one request on the MoE layout the same plain server's TPOT read 1.4 ms in some
+    levels and 2.2 ms in others (session 27), with the GPU's SM clock at 1,980 MHz in all of
+    them and the GPU idle more in the slow ones: the host set the pace. Whether the scheduler
+    sat on another core (a hyperthread sibling of a busy one, another socket) or the same core
+    ran slower is what a slow level's row can then tell. Without psutil, or for an attached
+    server, nothing."""
+
+    def __init__(self, server_pid: Optional[int] = None, interval_s: float = 0.25, cap: int = 4000):
+        self.server_pid = server_pid
+        self.interval_s = interval_s
+        self.cap = cap
+        self.cpus: Dict[int, int] = {}
+        self.mhz: List[float] = []
+        self._task: Optional[asyncio.Task] = None
+
+    def _scheduler(self):
+        if psutil is None or self.server_pid is None:
+            return None
+        try:
+            kids = psutil.Process(self.server_pid).children(recursive=True)
+        except Exception:  # noqa: BLE001 - the server is gone
+            return None
+        return next((p for p in kids if _role(p) == "scheduler"), None)
+
+    def sample(self, proc) -> None:
+        try:
+            cpu = proc.cpu_num()
+        except Exception:  # noqa: BLE001 - ended, or a platform without it
+            return
+        self.cpus[cpu] = self.cpus.get(cpu, 0) + 1
+        try:
+            freqs = psutil.cpu_freq(percpu=True) or []
+        except Exception:  # noqa: BLE001 - no cpufreq on this host
+            freqs = []
+        if cpu < len(freqs) and freqs[cpu].current:
+            self.mhz.append(float(freqs[cpu].current))
+
+    async def _run(self, proc) -> None:
+        for _ in range(self.cap):
+            self.sample(proc)
+            await asyncio.sleep(self.interval_s)
+
+    def start(self) -> None:
+        proc = self._scheduler()
+        if proc is not None:
+            self._task = asyncio.ensure_future(self._run(proc))
+
+    async def stop(self) -> Dict[str, object]:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        if not self.cpus:
+            return {}
+        out: Dict[str, object] = {"scheduler_cpus": {str(c): n for c, n in sorted(self.cpus.items())}}
+        if self.mhz:
+            out["scheduler_cpu_mhz"] = round(sum(self.mhz) / len(self.mhz), 1)
+        return out
+
+
 def server_pid(sp) -> Optional[int]:
     """The pid of a server the sweep launched (None when attached or not running)."""
     proc = getattr(sp, "proc", None)

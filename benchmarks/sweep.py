@@ -34,7 +34,7 @@ from . import loadgen as lg
 from . import stats as st
 from .loadgen import BenchError, RunError
 from .code_digest import run_digest
-from .cpu_usage import CpuMeter, LoopLag, server_pid
+from .cpu_usage import CorePlacement, CpuMeter, LoopLag, server_pid
 from .servers import (SGLANG_LAUNCHER, OURS_LAUNCHER, ServerDied, ServerGroup, ServerProcess,
                       build_command, builtin_adaptive_steps, child_env, cuda_graph_bs,
                       default_python, free_port, llama_only_disabled_archs,
@@ -741,9 +741,10 @@ class Sweep:
                 self.notes.append(f"{name}: server not idle 30 s before level {kind} {val}")
             poller = lg.Poller(cl, c.sample_interval_s)
             poller.start()
-            meter, lag = CpuMeter(server_pid(sp)), LoopLag()
+            meter, lag, place = CpuMeter(server_pid(sp)), LoopLag(), CorePlacement(server_pid(sp))
             meter.start()
             lag.start()
+            place.start()
             try:  # stopped even when the level fails (a server died): no stray timer task
                 t_wall = time.time()
                 if kind == "closed":
@@ -775,6 +776,7 @@ class Sweep:
             finally:
                 cpu = meter.stop()
                 lags = await lag.stop()
+                placement = await place.stop()
             samples = await poller.stop()
         recs = res.records
         base = {"system": name}
@@ -796,6 +798,7 @@ class Sweep:
             # which CPU processes were busy (a saturated client or front-end caps a level)
             row["cpu_util"] = cpu
             row.update(lags)
+            row.update(placement)  # where the scheduler ran and that CPU's clock
             if c.repeat > 1:  # the k-th measurement of this system at this level (pairs with plain's k-th)
                 row["repeat"] = sum(1 for r in self.rows if r["system"] == name
                                     and st.level_key(r)[:3] == st.level_key(row)[:3])

@@ -295,7 +295,8 @@ for path in sys.argv[1:]:
         cpu = " ".join(f"{k}={v:.2f}" for k, v in sorted((r.get("cpu_util") or {}).items()))
         print(f'{r["system"]:<28} {r["concurrency"]:>4} r{r.get("repeat", 0)} {r["output_tok_s"]:>8.0f} tok/s '
               f'running {r.get("mean_running")} ttft {r.get("ttft_ms_p50")} ms cpu {cpu} '
-              f'lag p99 {r.get("client_loop_lag_ms_p99")} ms')
+              f'lag p99 {r.get("client_loop_lag_ms_p99")} ms sched cpus {r.get("scheduler_cpus")} '
+              f'{r.get("scheduler_cpu_mhz")} MHz')
 PY
 }
 

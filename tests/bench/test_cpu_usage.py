@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from benchmarks.cpu_usage import CpuMeter, LoopLag
+from benchmarks.cpu_usage import CorePlacement, CpuMeter, LoopLag
 
 # main process: idle; its child: titled like SGLang's scheduler, spinning for a bounded time
 TREE = r"""
@@ -71,3 +71,36 @@ def test_loop_lag_sees_a_blocked_event_loop():
     blocked = asyncio.run(level(0.05))
     assert blocked["client_loop_lag_ms_p99"] >= 30
     assert idle["client_loop_lag_ms_p50"] < blocked["client_loop_lag_ms_p99"]
+
+
+def test_placement_reads_the_schedulers_cpu_through_the_level():
+    pytest.importorskip("setproctitle")
+    proc = subprocess.Popen([sys.executable, "-c", TREE], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(1.0)  # the child has set its title
+
+        async def level():
+            place = CorePlacement(proc.pid, interval_s=0.05)
+            place.start()
+            await asyncio.sleep(0.6)
+            return await place.stop()
+
+        seen = asyncio.run(level())
+    finally:
+        proc.kill()
+        proc.wait(10)
+    import os
+
+    cpus = seen["scheduler_cpus"]
+    assert 5 <= sum(cpus.values()) <= 14 and all(0 <= int(c) < os.cpu_count() for c in cpus)
+    assert seen.get("scheduler_cpu_mhz", 1.0) > 0  # where the host reports clocks
+
+
+def test_placement_without_a_scheduler_reports_nothing():
+    async def level():
+        place = CorePlacement(None)
+        place.start()
+        return await place.stop()
+
+    assert asyncio.run(level()) == {}
