@@ -1,6 +1,7 @@
 """The sweep's CPU meter against real processes: a server-like process tree whose child is
 titled as SGLang titles its scheduler and spins, and an event loop blocked by the client."""
 import asyncio
+import os
 import subprocess
 import sys
 import time
@@ -26,19 +27,25 @@ if __name__ == "__main__":
 """
 
 
-def test_meter_names_the_busy_process_of_a_server_tree():
+@pytest.fixture
+def server_tree():
+    """TREE running, its child titled as SGLang's scheduler; killed after the test."""
     pytest.importorskip("setproctitle")
     proc = subprocess.Popen([sys.executable, "-c", TREE], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(1.0)  # the child has set its title
-        meter = CpuMeter(proc.pid)
-        meter.start()
-        time.sleep(1.5)
-        used = meter.stop()
+        yield proc
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def test_meter_names_the_busy_process_of_a_server_tree(server_tree):
+    meter = CpuMeter(server_tree.pid)
+    meter.start()
+    time.sleep(1.5)
+    used = meter.stop()
     assert used["scheduler"] > 0.3  # one spinning process (a core of two, shared at worst)
     assert used["frontend"] < 0.15  # the idle main process
     assert 0 <= used["client"] < 0.3  # this test mostly slept
@@ -73,25 +80,14 @@ def test_loop_lag_sees_a_blocked_event_loop():
     assert idle["client_loop_lag_ms_p50"] < blocked["client_loop_lag_ms_p99"]
 
 
-def test_placement_reads_the_schedulers_cpu_through_the_level():
-    pytest.importorskip("setproctitle")
-    proc = subprocess.Popen([sys.executable, "-c", TREE], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(1.0)  # the child has set its title
+def test_placement_reads_the_schedulers_cpu_through_the_level(server_tree):
+    async def level():
+        place = CorePlacement(server_tree.pid, interval_s=0.05)
+        place.start()
+        await asyncio.sleep(0.6)
+        return await place.stop()
 
-        async def level():
-            place = CorePlacement(proc.pid, interval_s=0.05)
-            place.start()
-            await asyncio.sleep(0.6)
-            return await place.stop()
-
-        seen = asyncio.run(level())
-    finally:
-        proc.kill()
-        proc.wait(10)
-    import os
-
+    seen = asyncio.run(level())
     cpus = seen["scheduler_cpus"]
     assert 5 <= sum(cpus.values()) <= 14 and all(0 <= int(c) < os.cpu_count() for c in cpus)
     assert seen.get("scheduler_cpu_mhz", 1.0) > 0  # where the host reports clocks
