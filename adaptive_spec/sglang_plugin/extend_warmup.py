@@ -71,8 +71,13 @@ async def warm_extend_shapes(disaggregation_mode: str, tokenizer_manager) -> Non
     for size in sizes:
         req = GenerateReqInput(input_ids=[rng.randrange(1, vocab) for _ in range(size)],
                                sampling_params={"max_new_tokens": 1, "temperature": 0.0})
-        async for _ in tokenizer_manager.generate_request(req, None):
-            pass
+        try:
+            async for _ in tokenizer_manager.generate_request(req, None):
+                pass
+        except Exception as exc:  # noqa: BLE001 - a warm-up must never keep the server from starting
+            logger.warning("adaptive_spec: extend warm-up stopped at %d tokens (%r); larger sizes "
+                           "build their kernels at first use", size, exc)
+            return
     logger.info("adaptive_spec: extend kernels warmed for %d prompt lengths, %d to %d tokens",
                 len(sizes), sizes[0], sizes[-1])
 
@@ -91,8 +96,13 @@ def add_by_default(server_args, cfg) -> bool:
     return True
 
 
-def register() -> None:
-    """Make `--warmups adaptive_spec_extend` known to SGLang (the HTTP server's process)."""
-    from sglang.srt.entrypoints.warmup import warmup
-
+def register() -> bool:
+    """Make `--warmups adaptive_spec_extend` known to SGLang (the HTTP server's process). An
+    SGLang without the hook (not 0.5.16 or 0.5.23) only logs: its warm-up then skips the name."""
+    try:
+        from sglang.srt.entrypoints.warmup import warmup
+    except ImportError as exc:
+        logger.warning("adaptive_spec: no SGLang warm-up hook (%r); the extend warm-up does not run", exc)
+        return False
     warmup(NAME)(warm_extend_shapes)
+    return True

@@ -57,3 +57,21 @@ def test_a_disaggregated_server_skips_it():
     tm = FakeTokenizerManager()
     asyncio.run(extend_warmup.warm_extend_shapes("prefill", tm))
     assert tm.seen == []
+
+
+class FailingTokenizerManager(FakeTokenizerManager):
+    """FAKE: refuses prompts over 40 tokens, as a server with a short context would."""
+
+    async def generate_request(self, req, request):
+        if len(req.input_ids) > 40:
+            raise ValueError("too long")
+        self.seen.append(req)
+        yield {"text": ""}
+
+
+def test_a_failing_prefill_ends_the_warmup_without_failing_the_start(caplog):
+    tm = FailingTokenizerManager()
+    caplog.set_level("WARNING", logger="adaptive_spec")
+    asyncio.run(extend_warmup.warm_extend_shapes("null", tm))  # does not raise
+    assert [len(r.input_ids) for r in tm.seen] == [15, 16, 23, 24, 31, 32]
+    assert "extend warm-up stopped at 47 tokens" in caplog.text
