@@ -4,10 +4,10 @@ sessions 16 and 26: a ~2-s stall at a re-entry on the MoE layout)."""
 import asyncio
 import types
 
-from sglang.srt.entrypoints import warmup as sglang_warmup
-from sglang.srt.managers.io_struct import GenerateReqInput
-
 from adaptive_spec.sglang_plugin import extend_warmup
+
+# SGLang is imported inside the tests: importing it here, at collection, would import Triton
+# before tests/kernels/conftest.py sets TRITON_INTERPRET=1 for the kernel tests of this run.
 
 
 def test_the_ladder_covers_both_sides_of_each_multiple_of_16_up_to_the_largest():
@@ -40,7 +40,10 @@ class FakeTokenizerManager:
 
 
 def test_it_is_registered_in_sglangs_warmups_and_prefills_each_length_once(caplog):
-    extend_warmup.register()
+    from sglang.srt.entrypoints import warmup as sglang_warmup
+    from sglang.srt.managers.io_struct import GenerateReqInput
+
+    assert extend_warmup.register()
     fn = sglang_warmup._warmup_registry[extend_warmup.NAME]
     tm = FakeTokenizerManager()
     caplog.set_level("INFO", logger="adaptive_spec")
