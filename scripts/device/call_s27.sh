@@ -11,6 +11,10 @@
 #      caches, the MoE layout (16 layers), plain, eagle3, goodput at 1 / 4 / 16 requests, dial 0.7,
 #      2 passes (session 26: goodput 0.872x / 1.020x / 1.077x of max(plain, eagle3)), then the
 #      always-wrong draft, plain and goodput at 1 / 4, 2 passes, in what the deadline leaves.
+#   mr (~9 min, prepared, not run: no device time left) mo again after the refresh change
+#      (`0a3d0a4`: any k that could still win is refreshed; mo kept plain at 1 request while its
+#      own table put k = 3 at 1.34x) and with the scheduler's CPU and clock in every row
+#      (`scheduler_cpus`, `scheduler_cpu_mhz`): dial 0.7 at 1 / 4 / 16, 3 passes.
 #   mp (~5 min) issue 10's low-N deficit while off (mo: goodput 0.886x / 0.616x of plain at 1
 #      request, off on 2,943 / 2,359 of the level's decisions, TPOT p50 1.9 / 2.3 ms against plain's
 #      1.4): the MoE layout with the always-wrong draft, plain and goodput at 1 request, 2 passes,
@@ -22,7 +26,7 @@
 #      server listens). Then every slow full catch-up the servers logged, with its target / draft
 #      split, and the Triton and TVM-FFI kernels built while the sweep ran (the caches' new
 #      entries, with their times, against the log's stall): whether the stall is a kernel build.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s27.sh mc|mo|mp|ms
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s27.sh mc|mo|mr|mp|ms
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -85,6 +89,19 @@ mo)
   grep -H "full catch-up of\|extend kernels warmed" /tmp/logs-moe-low-*/*.log | sed 's|/tmp/logs-||' | cut -c1-200
   report moe-low- logs-mo.tar.xz /tmp/tail-m7.txt /tmp/tail-mr.txt
   ;;
+mr)
+  export DEADLINE_S=${DEADLINE_S:-570} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  export TRITON_CACHE_DIR=/tmp/jit-mr/triton TVM_FFI_CACHE_DIR=/tmp/jit-mr/tvm-ffi
+  rm -rf /tmp/jit-mr; mkdir -p "$TRITON_CACHE_DIR" "$TVM_FFI_CACHE_DIR"
+  build_pair /tmp/moe-16 dial:0.7 --preset qwen3-moe --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  RUN_FLAGS+=(--start-timeout-s 360)
+  sweep 0 mr-moe-dial-0.7 /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput --concurrency 1,4,16 --repeat 3 --time-budget-s 6 \
+    --system-args "$GOODPUT" > /tmp/tail-mr.txt
+  report mr- logs-mr.tar.xz /tmp/tail-mr.txt
+  goodput_cost_model "$OUT"/sweep-mr-moe-dial-0.7.json
+  ;;
 mp)
   export DEADLINE_S=${DEADLINE_S:-300} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
     ADAPTIVE_SPEC_PHASE_WINDOW_S=1
@@ -118,7 +135,7 @@ PY
   built_since /tmp/marker-ms 80 | tee "$OUT/built-ms.txt"
   ;;
 *)
-  say "usage: $0 mc|mo|mp|ms"; exit 2
+  say "usage: $0 mc|mo|mr|mp|ms"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"
