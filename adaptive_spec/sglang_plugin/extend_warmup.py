@@ -19,7 +19,8 @@ layout, empty kernel caches, one request, always-wrong draft): without it each o
 catch-ups of 62-214 tokens held the host 0.75-1.43 s, in the target's forward, while Triton
 built fused-MoE kernels (their cache entries are stamped at those seconds), and goodput made
 0.571x / 0.843x of plain; with it the same catch-ups took 35-42 ms, no kernel was built after
-the server was ready, and goodput made 1.037x / 0.974x. The warm-up took 24 s at that start.
+the server was ready, and goodput made 1.037x / 0.974x. The warm-up took 24 s on a cold
+machine (session 27's `ms`).
 
 The ladder: powers of two and their 1.5x midpoints from 16 tokens, each also one token
 shorter (Triton specialises integer arguments on divisibility by 16), up to the smaller of
