@@ -20,7 +20,8 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
 - A cell's first samples can be stalls (a Triton compile on a new batch shape). Averaged, they
   made k=0 look slower than drafting, and a cell never chosen never got the samples that would
   correct it. So each sync merges a trimmed mean (samples over 4x the median dropped), a
-  drafting sample above (2k+2) x 1.5 times the bucket's plain step is dropped, and every
+  drafting sample above (2k+2) x 1.5 times the bucket's plain step is dropped (unless the sync
+  holds 3 or more samples of the cell: then the trim judges it with the rest), and every
   `refresh_interval` decisions k=0, a neighbour of the chosen k or another k that could still
   win gets a short probe.
 - Prefills: a decode result right after a prefill carries the prefill's time (the controller
@@ -114,6 +115,7 @@ class StepTimeTable:
 
     LOCAL_CAP = 64  # samples kept per cell between two syncs (the latest)
     PLAUSIBLE = 1.5  # slack on the (2k+2) x t(k=0) bound of a drafting step's cost
+    IMPLAUSIBLE_QUORUM = 3  # a cell's samples in a sync from which those over it are trimmed, not dropped
     CEILING_SAMPLES = 6  # samples a cell needs before it caps a shorter chain or a smaller batch
     # ... and how recently it must have had them (syncs; 256 = 8,192 decisions, 1-3 minutes of
     # a busy server): a cell measured at shorter contexts long ago is no bound on today's
@@ -129,6 +131,8 @@ class StepTimeTable:
         self.fresh_at = [-1] * n  # sync number at which each cell last got samples
         # Local, not yet merged: the latest samples since the last sync.
         self._local = [deque(maxlen=self.LOCAL_CAP) for _ in range(n)]
+        # ... and those over the plausible bound, held aside (see `record`)
+        self._implausible = [deque(maxlen=self.LOCAL_CAP) for _ in range(n)]
         self._active: set[int] = set()  # cells with local samples (a sync touches only these)
         self._caps: list = []  # per cell, the bound `caps` computes; rebuilt once per sync
         self._caps_at = None
@@ -146,7 +150,13 @@ class StepTimeTable:
             # k draft forwards and a verify of k+1 tokens per request cost at most ~2k+1 plain
             # decode steps; far above that a sample is a stall, and one such sample in a
             # rarely probed cell would keep that k (and, through the floor, every larger k)
-            # from ever being chosen
+            # from ever being chosen. Held aside, not lost: at a large batch the bound is
+            # wrong, not the samples. GPU, session 28 (dense pair, 129-256 running): a k = 1
+            # step cost 5.4x the bucket's plain step in the final table, more against the plain
+            # steps of the bucket's smaller batches; in simulation with those costs, dropped,
+            # they left k = 1 unfilled (no floor under k = 2, 3) and it was probed 2-4 times.
+            self._implausible[i].append(seconds)
+            self._active.add(i)
             return
         self._local[i].append(seconds)
         self._active.add(i)
@@ -163,10 +173,18 @@ class StepTimeTable:
         weighted = [0.0] * n
         counts = [0.0] * n
         for i in self._active:
-            kept = _trimmed(self._local[i])
+            local, slow = self._local[i], self._implausible[i]
+            # samples over the plausible bound count when the sync holds enough samples of
+            # the cell for the trim to judge them (a stall then lies far above the rest and is
+            # cut); a lone one, as in a single step chosen between syncs, is still dropped
+            source = list(local)
+            if slow and len(local) + len(slow) >= self.IMPLAUSIBLE_QUORUM:
+                source += slow
+            kept = _trimmed(source) if source else []
             counts[i] = float(len(kept))
             weighted[i] = sum(kept)
-            self._local[i].clear()
+            local.clear()
+            slow.clear()
         self._active.clear()
         return weighted + counts
 

@@ -635,6 +635,59 @@ def test_implausibly_slow_drafting_samples_are_dropped():
     assert table.estimate(bucket_of(8), 1) == pytest.approx(0.007)
 
 
+def test_samples_over_the_plausible_bound_count_when_a_sync_has_enough_of_them():
+    """At a large batch the bound is wrong, not the samples: a probe whose steps all read 7x
+    a plain step measured a slow cell. A lone one (a single step between syncs) is dropped."""
+    table = StepTimeTable(max_steps=3)
+    for _ in range(4):
+        table.record(200, 0, 0.008)
+    table.sync(lambda v: v)
+    for t in (0.054, 0.056, 0.057, 0.058, 0.060, 0.055):
+        table.record(200, 1, t)  # 7x: over the 1.5 x (2k+2) = 6x bound
+    table.sync(lambda v: v)
+    assert table.samples(bucket_of(200), 1) == 6
+    assert table.estimate(bucket_of(200), 1) == pytest.approx(0.0567, rel=0.01)
+    table.record(200, 2, 0.080)  # 10x, alone
+    table.sync(lambda v: v)
+    assert table.samples(bucket_of(200), 2) == 0
+
+
+# GPU, session 28 (dense 8B pair, dial 0.7, `bx` final table): the plain step and each k's
+# cost relative to it by batch size
+S28_T0_MS = {1: 5.7, 32: 6.0, 64: 5.7, 128: 6.5, 256: 9.1}
+S28_RATIO = {1: (1, 1.35, 1.5, 1.65), 32: (1, 2.0, 2.1, 2.2), 64: (1, 3.3, 3.5, 3.7),
+             128: (1, 4.1, 4.6, 5.0), 256: (1, 6.6, 7.2, 7.4)}  # 256: k = 1 over the 6x bound
+
+
+def s28_step_s(bs, k):
+    """`S28_*` interpolated in log(batch size)."""
+    sizes = sorted(S28_T0_MS)
+    lo = max(s for s in sizes if s <= max(bs, 1))
+    hi = min((s for s in sizes if s >= bs), default=sizes[-1])
+    w = 0.0 if hi == lo else (math.log(bs) - math.log(lo)) / (math.log(hi) - math.log(lo))
+    t0 = S28_T0_MS[lo] + w * (S28_T0_MS[hi] - S28_T0_MS[lo])
+    ratio = S28_RATIO[lo][k] + w * (S28_RATIO[hi][k] - S28_RATIO[lo][k])
+    return t0 * ratio / 1000
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_new_large_batch_probes_its_slow_k1_once_and_no_longer_chain(seed):
+    """GPU, session 28 (dense pair, dial 0.7, the sweep's first level at 256 requests): the
+    batch jumped to 129-256 running before smaller ones were measured, and the steady window
+    held 21 probe steps of k = 2, 3 at ~6x a plain one (goodput 0.79x of plain; 0.995x in the
+    second pass). With that run's costs, where a k = 1 step exceeds the plausible bound against
+    the bucket's plain step, the old rule dropped most of k = 1's samples and probed it 2-4
+    times in 1,000 decisions here (k = 2, 3 would follow once k = 1's probes back off unfilled).
+    Kept, one probe fills k = 1 and its time floors the longer chains out."""
+    ctl = make_ctl()
+    rng = random.Random(seed)
+    loads = [1, 25, 50, 75, 100, 128, 150, 200, 256] + [rng.randint(180, 256) for _ in range(1000)]
+    chosen = run_rank(ctl, loads, s28_step_s, accept=0.7)
+    drafting = [k for k in chosen[9:] if k > 0]
+    assert drafting.count(2) == drafting.count(3) == 0
+    assert len(drafting) <= ctl.policy.probe_len, drafting
+
+
 def test_a_stalled_cell_elsewhere_does_not_stop_probing_here():
     """Dial 0.9 on the GPU, 2026-11-29: the k=3 cell at 8 requests had learned stalls (7x its
     cost); scaled down to 1 request it kept k=3 from ever being probed there, and the server
