@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Session 28. One H200 each:
-#   bx (~9 min) issue 5 at high load after the refresh change (`0a3d0a4`, not yet run on the dense
+#   bx (~8 min) issue 5 at high load after the refresh change (`0a3d0a4`, not yet run on the dense
 #      pair): dense 8B pair, dial 0.7, plain, eagle3, SGLang's built-in adaptive mode and goodput
 #      at 256 / 128 requests, 2 passes where the deadline lets them (session 26, one pass: goodput
 #      0.78x / 0.92x of plain, 1.69x / 1.92x the built-in), with the phase clocks (1-s windows):
 #      whether goodput's off steps at 160-256 running cost plain's (session 24: 17.14 vs 17.04 ms)
 #      or the deficit lies elsewhere (re-entries, prefills).
+#   bx again (run 2, after `9f042aa`): the same sweep with drafting samples over the plausible
+#      bound trimmed with the rest instead of dropped (run 1's first 256-request level probed k = 2
+#      and 3 for 21 steps at ~6x a plain one); two more pairs for the built-in ratio.
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s28.sh bx
 source scripts/device/common.sh
 
