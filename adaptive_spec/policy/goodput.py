@@ -68,6 +68,11 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
   chain, and by the same or a longer chain at every larger batch (`StepTimeTable.caps`),
   before it floors anything (sessions 13-18: a plain step at 33-64 requests, sampled mostly
   in ramp-ups, read 1.3-1.8x one at 65-128 in 5 final tables).
+- While drafting, a refresh of another drafting k needs no catch-up and costs only what its
+  steps lose against the chosen k, so an unsettled one (few samples, or a mean still moving)
+  is refreshed as often as a 0.5% goodput budget allows, not once per 1,024 decisions
+  (`_drafting_refresh`; GPU session 28, MoE at 16 requests: k = 2 ran a whole level while the
+  final table put k = 3 14% above it).
 - Deep draft positions are seen only in probes: each position's acceptance is shrunk towards
   the one before it (`PRIOR_TRIES` pseudo-tries), so two unlucky probe rounds cannot rule the
   long chains out.
@@ -129,6 +134,7 @@ class StepTimeTable:
         self.count = [0.0] * n
         self.syncs = 0
         self.fresh_at = [-1] * n  # sync number at which each cell last got samples
+        self.moved = [1.0] * n  # how far (relative) each cell's mean moved at its last merge
         # Local, not yet merged: the latest samples since the last sync.
         self._local = [deque(maxlen=self.LOCAL_CAP) for _ in range(n)]
         # ... and those over the plausible bound, held aside (see `record`)
@@ -197,13 +203,15 @@ class StepTimeTable:
             if c <= 0:
                 continue
             fresh = sums[i] / c
-            if self.count[i] == 0 or (ns[i] >= 2 and not 0.5 <= fresh / self.mean[i] <= 2.0):
+            old = self.mean[i]
+            if self.count[i] == 0 or (ns[i] >= 2 and not 0.5 <= fresh / old <= 2.0):
                 # new, or a change too large for noise (a bad start, a new context length):
                 # start the cell again from the fresh samples
                 self.mean[i], self.count[i] = fresh, 0.0
             else:
                 w_old = self.decay * min(self.count[i], 12.0)  # recent samples dominate
-                self.mean[i] = (w_old * self.mean[i] + ns[i] * fresh) / (w_old + ns[i])
+                self.mean[i] = (w_old * old + ns[i] * fresh) / (w_old + ns[i])
+            self.moved[i] = abs(self.mean[i] - old) / old if old > 0 else 1.0
             self.count[i] += ns[i]
             self.fresh_at[i] = self.syncs
 
@@ -391,6 +399,12 @@ class GoodputPolicy:
         self.hopeless_probes = 3  # ... until it has been probed this often and still cannot win
         self.explore_interval = 16
         self.refresh_interval = 1024  # re-measure a non-chosen k of a filled bucket (~0.5%)
+        # While drafting, another filled drafting k is refreshed as often as its cost allows
+        # (`_drafting_refresh`): the goodput its steps lose may take this share of the decisions,
+        # and no cell is refreshed more often than every `drafting_refresh_gap` decisions
+        self.drafting_refresh_budget = 0.005
+        self.drafting_refresh_gap = 128
+        self.settled_move = 0.05  # ... while the cell's mean still moves more than this per merge
         # A k whose expected tokens per step exceed a plain step's 1 by less than this cannot
         # pay for its draft forwards and longer verify (measured on the H200: 1.36-3x a plain
         # step), however its step time reads: it is neither probed nor refreshed. Its
@@ -536,7 +550,7 @@ class GoodputPolicy:
         expected = self.expected_tokens(acc)
         times, candidates, goodput = self._goodput_at(bucket, expected)
         self._last_goodput = goodput
-        probe = self._probe(bucket, expected, goodput[_argmax(candidates, goodput)])
+        probe = self._probe(bucket, expected, goodput, goodput[_argmax(candidates, goodput)])
         if probe is not None:
             return Decision(probe, self._probe_reason)
         best, reason = self._choose(times, candidates, goodput, expected)
@@ -603,12 +617,12 @@ class GoodputPolicy:
             view = self._bucket_cache[bucket] = (times, candidates)
         return view
 
-    def _probe(self, bucket: int, expected: list[float], best: float) -> Optional[int]:
+    def _probe(self, bucket: int, expected: list[float], goodput: list, best: float) -> Optional[int]:
         """Short probes of under-sampled k at this bucket, rarely, smallest k first, and only
         of a k that could still beat `best`, the best goodput among the k that may be chosen
-        (identical on every rank: the table only changes at syncs). Smallest first: each
-        measured k raises the floor of every larger one, so at a batch where drafting loses,
-        the expensive long chains are never probed."""
+        (`goodput`: each k's estimate; identical on every rank: the table only changes at
+        syncs). Smallest first: each measured k raises the floor of every larger one, so at a
+        batch where drafting loses, the expensive long chains are never probed."""
         if self._probe_left > 0:
             self._probe_left -= 1
             return self._probe_k
@@ -662,10 +676,44 @@ class GoodputPolicy:
             # (session 17: one k = 1 probe a level at 128 requests, which kind not logged)
             self._probe_reason = "refresh"
         else:
-            return None
+            k = self._drafting_refresh(bucket, goodput, could_win)
+            if k is None:
+                return None
+            self._probe_reason = "refresh"
         started, _ = self._probes.get((bucket, k), (0, 0))
         self._probes[(bucket, k)] = (started + 1, self._decisions)
         return self._start_probe(k, self.probe_len)
+
+    def _drafting_refresh(self, bucket: int, goodput: list, could_win: Callable) -> Optional[int]:
+        """While drafting, a filled drafting k that could still win and is not settled yet
+        (fewer than `trusted_samples` samples, which can all be stalls, or a mean that moved by
+        more than `settled_move` at its last merge), refreshed as often as its cost allows. Between two drafting k no catch-up runs, so a refresh costs only what its
+        `probe_len` steps lose against the chosen k's goodput; it runs once that loss fits
+        its share of `drafting_refresh_budget` (split between the cells eligible) of the
+        decisions since the cell last got samples, at most every `drafting_refresh_gap`
+        decisions (one other cell: a near tie every 128, a k estimated 30% worse every 420).
+        GPU, session 28 (MoE layout, 16 requests, dial 0.7): k = 2 ran 497 decisions of a 6-s
+        level while the final table put k = 3 14% above it. With the one refresh per 1,024
+        decisions, which cycles through k = 0, 1 and 3, a k = 3 cell whose first samples had
+        stalled 1.3x waited 3,000 decisions for its next probe in simulation, and k = 2 ran on
+        for 6,000."""
+        cur = self._current
+        if not cur or goodput[cur] <= 0:  # off (or nothing chosen yet): a probe pays a catch-up
+            return None
+        table = self.table
+        others = [k for k in range(1, self.max_steps + 1)
+                  if k != cur and table.samples(bucket, k) >= self.min_samples and could_win(k)
+                  and (table.samples(bucket, k) < self.trusted_samples
+                       or table.moved[table._i(bucket, k)] > self.settled_move)]
+        due = []
+        for k in others:  # the budget is shared: each cell gets its part of it
+            loss = max(0.0, 1.0 - goodput[k] / goodput[cur])
+            gap = max(self.drafting_refresh_gap,
+                      self.probe_len * loss * len(others) / self.drafting_refresh_budget)
+            since = self.table.staleness(bucket, k) * self.sync_interval  # decisions, roughly
+            if since >= gap:
+                due.append((since / gap, -k, k))
+        return max(due)[2] if due else None
 
     def _start_probe(self, k: int, length: int) -> int:
         self._probe_k = k
