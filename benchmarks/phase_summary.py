@@ -21,6 +21,8 @@ from typing import List
 LINE = re.compile(r"adaptive_spec phases rank=(\d+) window_s=([\d.]+) decode_steps=(\d+) prefills=(\d+) "
                   r"mean_running=([\d.]+) ms_per_decode_step=(\{.*?\}) calls_per_decode_step=(\{.*?\})"
                   r"(?: drafting_steps=(\d+))?")
+# since session 28, after drafting_steps: the admission queue and SGLang's new-token ratio
+QUEUE = re.compile(r" mean_waiting=([\d.]+)(?: new_token_ratio=([\d.]+))?")
 COLUMNS = ("process_input", "get_next_batch", "prepare_for_decode", "merge_batch", "filter_batch",
            "run_batch", "spec_forward", "target_forward", "process_decode", "process_prefill")
 
@@ -30,13 +32,20 @@ def windows(path: Path) -> List[dict]:
     for ln in path.read_text(errors="replace").splitlines():
         m = LINE.search(ln)
         if m:
+            q = QUEUE.search(ln, m.end())
             out.append({"rank": int(m.group(1)), "window_s": float(m.group(2)),
                         "decode_steps": int(m.group(3)), "prefills": int(m.group(4)),
                         "mean_running": float(m.group(5)), "ms": json.loads(m.group(6)),
                         "calls": json.loads(m.group(7)),
                         # None: a line from before the field (the drafting is not known)
-                        "drafting_steps": int(m.group(8)) if m.group(8) is not None else None})
+                        "drafting_steps": int(m.group(8)) if m.group(8) is not None else None,
+                        "mean_waiting": float(q.group(1)) if q else None,
+                        "new_token_ratio": float(q.group(2)) if q and q.group(2) else None})
     return out
+
+
+def _opt(value, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
 
 
 def server_name(path: Path) -> str:
@@ -52,7 +61,7 @@ def _aligned(rows: List[List[str]]) -> str:
 
 
 def table(logs: List[Path]) -> str:
-    head = ["server", "running", "steps", "pf/step", "ms/step"] + list(COLUMNS)
+    head = ["server", "running", "steps", "pf/step", "ms/step"] + list(COLUMNS) + ["waiting", "ntr"]
     rows = [head]
     for p in logs:
         for w in windows(p):
@@ -60,7 +69,8 @@ def table(logs: List[Path]) -> str:
                 continue
             n = w["decode_steps"]
             rows.append([server_name(p), f"{w['mean_running']:.0f}", str(n), f"{w['prefills'] / n:.2f}",
-                         f"{1000 * w['window_s'] / n:.2f}"] + [f"{w['ms'].get(c, 0):.2f}" for c in COLUMNS])
+                         f"{1000 * w['window_s'] / n:.2f}"] + [f"{w['ms'].get(c, 0):.2f}" for c in COLUMNS]
+                        + [_opt(w["mean_waiting"], ".1f"), _opt(w["new_token_ratio"], ".3f")])
     return _aligned(rows)
 
 
@@ -98,7 +108,7 @@ def parse_bands(text: str) -> List[tuple]:
 def pooled(logs: List[Path], bands: List[tuple]) -> str:
     """Per server and band, over its windows without drafting: ms per decode step (all phases
     and by phase, weighted by steps), prefills per decode step, and the windows/steps pooled."""
-    head = ["server", "band", "windows", "steps", "pf/step", "ms/step"] + list(COLUMNS)
+    head = ["server", "band", "windows", "steps", "pf/step", "ms/step"] + list(COLUMNS) + ["waiting"]
     rows = [head]
     for p in logs:
         ws = [w for w in windows(p) if w["rank"] == 0 and w["drafting_steps"] == 0]
@@ -108,9 +118,13 @@ def pooled(logs: List[Path], bands: List[tuple]) -> str:
             if not n:
                 continue
             by_phase = [sum(w["ms"].get(c, 0) * w["decode_steps"] for w in sel) / n for c in COLUMNS]
+            queued = [w for w in sel if w["mean_waiting"] is not None]
+            waiting = (sum(w["mean_waiting"] * w["decode_steps"] for w in queued)
+                       / sum(w["decode_steps"] for w in queued)) if queued else None
             rows.append([server_name(p), f"{lo:g}-{hi:g}", str(len(sel)), str(n),
                          f"{sum(w['prefills'] for w in sel) / n:.3f}",
-                         f"{1000 * sum(w['window_s'] for w in sel) / n:.2f}"] + [f"{v:.2f}" for v in by_phase])
+                         f"{1000 * sum(w['window_s'] for w in sel) / n:.2f}"] + [f"{v:.2f}" for v in by_phase]
+                        + [_opt(waiting, ".1f")])
     return _aligned(rows) if len(rows) > 1 else "(no window without drafting in any band)"
 
 

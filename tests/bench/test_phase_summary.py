@@ -84,3 +84,22 @@ def test_a_bad_band_is_one_line_and_exit_2(tmp_path, capsys, text):
     log.write_text(_line(64, 5.0, drafting=0))
     assert ps.main([str(log), "--bands", text]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_admission_queue_and_ratio_reach_the_tables(tmp_path):
+    """Session 28's fields (after drafting_steps); a line from before them shows '-'."""
+    t = iter(x * 0.01 for x in range(10_000))
+    clock = PhaseClock(rank=0, clock=lambda: next(t))
+    for i in range(40):
+        clock.add("run_batch", 0.01)
+        clock.on_decode_result(200)
+        clock.on_queue(30 if i < 20 else 10, 0.5)
+    log = tmp_path / "server-adaptive-spec_goodput.log"
+    log.write_text(clock.window_line() + "\n" + _line(200, 10.0, drafting=0))
+    new, old = ps.windows(log)
+    assert (new["mean_waiting"], new["new_token_ratio"]) == (20.0, 0.5)
+    assert (old["mean_waiting"], old["new_token_ratio"]) == (None, None)
+    head, first, second = (ln.split() for ln in ps.table([log]).splitlines())
+    assert first[-2:] == ["20.0", "0.500"] and second[-2:] == ["-", "-"]
+    head, row = (ln.split() for ln in ps.pooled([log], ps.parse_bands("160-256")).splitlines())
+    assert row[-1] == "20.0"  # steps-weighted over the windows that have the field

@@ -75,6 +75,36 @@ def test_one_line_per_busy_window_with_time_per_decode_step(caplog, clock):
     assert '"run_batch": 1.0' in line and '"process_prefill": 0.33' in line  # calls per decode step
 
 
+def test_a_window_reports_the_waiting_queue_and_the_admission_ratio(caplog, clock):
+    """The 256-request levels of session 28 lost throughput to requests waiting ~1 s for
+    admission; the window line says how many waited and at which new-token ratio."""
+    sched = SimpleNamespace(tp_rank=0, waiting_queue=[],
+                            new_token_ratio_tracker=SimpleNamespace(current=0.7))
+    decode, run = hook("process_decode"), hook("run_batch")
+    with caplog.at_level(logging.INFO, logger="adaptive_spec"):
+        for i in range(40):
+            sched.waiting_queue = [object()] * (30 if i < 20 else 10)
+            sched.new_token_ratio_tracker.current = 0.7 - 0.001 * i
+            schedule(idle=False, sched=sched)
+            run(lambda self, b: None, "sched", Batch(200))
+            decode(lambda self, batch, result: None, "processor", Batch(200), "result")
+        schedule(idle=True, sched=sched)
+        clock.t += 1.0
+        schedule(idle=True, sched=sched)
+    (line,) = lines(caplog)
+    assert line.endswith("drafting_steps=0 mean_waiting=20.0 new_token_ratio=0.661")
+
+
+def test_a_scheduler_without_the_queue_fields_still_gets_its_window(caplog, clock):
+    with caplog.at_level(logging.INFO, logger="adaptive_spec"):
+        decode_steps(30)
+        schedule(idle=True)
+        clock.t += 1.0
+        schedule(idle=True)
+    (line,) = lines(caplog)
+    assert line.endswith("mean_waiting=0.0")  # no waiting_queue: nothing waits; no ratio
+
+
 def test_one_stream_replacing_its_request_stays_one_window(caplog, clock):
     with caplog.at_level(logging.INFO, logger="adaptive_spec"):
         for _ in range(3):  # three requests of one stream, a few ms apart
@@ -166,8 +196,8 @@ def test_a_busy_window_ends_after_the_set_seconds_and_counts_its_drafting_steps(
         c.t += 0.6
         schedule(idle=True)
     first, second = lines(caplog)
-    assert "decode_steps=64 " in first and first.endswith(" drafting_steps=10")
-    assert "decode_steps=36 " in second and second.endswith(" drafting_steps=5")
+    assert "decode_steps=64 " in first and " drafting_steps=10 " in first + " "
+    assert "decode_steps=36 " in second and " drafting_steps=5 " in second + " "
 
 
 def test_the_drafting_count_restarts_when_the_controller_counters_are_reset(monkeypatch):

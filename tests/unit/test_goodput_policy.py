@@ -408,7 +408,8 @@ def test_a_size_class_the_ramps_skipped_drafts_on_its_first_decision_when_a_larg
     chosen = simulate(ctl, 2, 0.7, 200, rng)
     assert chosen[:5] == [best] * 5, chosen[:20]
     assert table.samples(bucket_of(2), best) >= ctl.policy.min_samples  # its own samples now
-    assert chosen[-100:].count(best) >= 90
+    # the rest are refreshes of k = 1, 2, unsettled here (under 24 samples), 7 steps each
+    assert chosen[-100:].count(best) >= 100 - 2 * ctl.policy.probe_len
 
 
 def test_a_larger_batch_where_drafting_loses_does_not_make_a_smaller_one_draft():
