@@ -222,6 +222,10 @@ class StepTimeTable:
     def samples(self, bucket: int, k: int) -> float:
         return self.count[self._i(bucket, k)]
 
+    def last_move(self, bucket: int, k: int) -> float:
+        """How far (relative) the cell's mean moved at its last merge (1.0 before any)."""
+        return self.moved[self._i(bucket, k)]
+
     def caps(self) -> list:
         """Per cell, an upper bound on its step time: the fastest cell with `CEILING_SAMPLES`,
         measured within `CAP_FRESH_SYNCS`, at the same batch bucket with a longer chain or at a
@@ -642,6 +646,7 @@ class GoodputPolicy:
         under = [k for k in range(self.max_steps + 1)
                  if self.table.samples(bucket, k) < self.min_samples and could_win(k)
                  and self._probe_due(bucket, k)]
+        sync_after = True
         if under:
             # k=0 first: every estimate at this bucket scales from it, and an off step is
             # the cheapest probe
@@ -681,13 +686,11 @@ class GoodputPolicy:
                 return None
             self._probe_reason = "refresh"
             # merged at the next regular sync, not by one of its own: it is not due again for
-            # >= 128 decisions, and a sync is the dearest decision (CPU benchmark: its own sync
-            # after each such refresh raised the sync decisions' median 1.3-1.7x)
-            self._probes[(bucket, k)] = (self._probes.get((bucket, k), (0, 0))[0] + 1, self._decisions)
-            return self._start_probe(k, self.probe_len, sync_after=False)
+            # >= 128 decisions, and a sync is the dearest decision
+            sync_after = False
         started, _ = self._probes.get((bucket, k), (0, 0))
         self._probes[(bucket, k)] = (started + 1, self._decisions)
-        return self._start_probe(k, self.probe_len)
+        return self._start_probe(k, self.probe_len, sync_after)
 
     def _drafting_refresh(self, bucket: int, goodput: list, could_win: Callable) -> Optional[int]:
         """While drafting, a filled drafting k that could still win and is not settled yet
@@ -710,7 +713,7 @@ class GoodputPolicy:
         others = [k for k in range(1, self.max_steps + 1)
                   if k != cur and table.samples(bucket, k) >= self.min_samples
                   and (table.samples(bucket, k) < self.trusted_samples
-                       or table.moved[table._i(bucket, k)] > self.settled_move)]
+                       or table.last_move(bucket, k) > self.settled_move)]
         due = []
         for k in others:  # the budget is shared: each cell gets its part of it
             loss = max(0.0, 1.0 - goodput[k] / goodput[cur])
