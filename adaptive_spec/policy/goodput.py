@@ -160,7 +160,7 @@ class StepTimeTable:
             # wrong, not the samples. GPU, session 28 (dense pair, 129-256 running): a k = 1
             # step cost 5.4x the bucket's plain step in the final table, more against the plain
             # steps of the bucket's smaller batches; in simulation with those costs, dropped,
-            # they left k = 1 unfilled (no floor under k = 2, 3) and it was probed 2-4 times.
+            # they left k = 1 unfilled (no floor under k = 2, 3) and it was probed 1-4 times.
             self._implausible[i].append(seconds)
             self._active.add(i)
             return
@@ -704,8 +704,8 @@ class GoodputPolicy:
         GPU, session 28 (MoE layout, 16 requests, dial 0.7): k = 2 ran 497 decisions of a 6-s
         level while the final table put k = 3 14% above it. With the one refresh per 1,024
         decisions, which cycles through k = 0, 1 and 3, a k = 3 cell whose first samples had
-        stalled 1.3x waited 3,000 decisions for its next probe in simulation, and k = 2 ran on
-        for 6,000."""
+        stalled 1.3x kept k = 2 chosen for all 6,000 decisions of the simulation
+        (`scripts/policy_sim.py`)."""
         cur = self._current
         if not cur or goodput[cur] <= 0:  # off (or nothing chosen yet): a probe pays a catch-up
             return None

@@ -1104,7 +1104,7 @@ def test_a_stalled_drafting_cell_is_refreshed_from_another_drafting_k_until_it_s
     6-s level while the final table put k = 3 14% above it (E_3 / t_3 against E_2 / t_2). With
     k = 3's first samples stalled, its estimate kept k = 2 chosen; one refresh per 1,024
     decisions, cycling through k = 0, 1 and 3, left k = 2 running for all 6,000 decisions of
-    this simulation. Drafting-to-drafting refreshes need no catch-up and are paced by their
+    `scripts/policy_sim.py`'s simulation. Drafting-to-drafting refreshes need no catch-up and are paced by their
     cost, so k = 3 is measured again until its mean settles, and then chosen."""
     ctl = make_ctl()
     StallingFirstSamples(ctl.policy, k=3, n=n, factor=factor)

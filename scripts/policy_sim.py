@@ -1,0 +1,54 @@
+"""The goodput policy against simulated costs from session 28's GPU tables (CPU only, no GPU, no
+performance claim): the numbers the README's session-28 policy paragraphs quote.
+
+    python scripts/policy_sim.py [--root CHECKOUT]
+
+`--root` runs the policy of another checkout (e.g. a `git worktree` of an older commit) with
+the same scenarios, for the before/after pairs. Scenarios:
+- moe16-stalled: MoE layout at 16 requests (`mr` final table, dial 0.7), k = 3's first N
+  samples stalled by a factor; the decision from which 95 of 100 choices are k = 3, and the
+  last 4,000 decisions' goodput against k = 3's.
+- jump-256: dense pair, a jump to 180-256 running (k = 1 at 6.6x a plain step, over the
+  plausible bound); drafting steps in the 1,000 decisions after it, per seed.
+"""
+import argparse
+import random
+import sys
+from collections import Counter
+from pathlib import Path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1])
+    root = ap.parse_args().root.resolve()
+    sys.path.insert(0, str(root))
+    import adaptive_spec  # the policy under test: from --root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the helpers: this checkout's
+    from tests.unit.draft_sim import run_rank
+    from tests.unit.test_goodput_policy import (MOE16_MS, StallingFirstSamples, make_ctl, moe16_step_s,
+                                                s28_step_s, simulate)
+    print("policy from", Path(adaptive_spec.__file__).parent)
+    e = [1.0, 1.7, 2.19, 2.533]  # 1 + p + p^2 + ..., p = 0.7
+    best = e[3] / (MOE16_MS[3] / 1000)
+    for factor, n in ((1.0, 0), (1.3, 8), (1.4, 14), (2.0, 8)):
+        ctl = make_ctl()
+        if n:
+            StallingFirstSamples(ctl.policy, k=3, n=n, factor=factor)
+        chosen = simulate(ctl, 16, 0.7, 6000, random.Random(0), cost=moe16_step_s)
+        settled = next((i for i in range(len(chosen) - 100) if chosen[i:i + 100].count(3) >= 95), None)
+        tail = chosen[2000:]
+        eff = sum(e[k] / moe16_step_s(16, k) for k in tail) / len(tail) / best
+        print(f"moe16-stalled factor={factor} n={n}: k=3 from decision {settled}, "
+              f"last 4000 at {eff:.4f} of k=3, {dict(Counter(tail))}")
+    for seed in range(6):
+        ctl = make_ctl()
+        rng = random.Random(seed)
+        loads = [1, 25, 50, 75, 100, 128, 150, 200, 256] + [rng.randint(180, 256) for _ in range(1000)]
+        chosen = run_rank(ctl, loads, s28_step_s, accept=0.7)
+        print(f"jump-256 seed={seed}: drafting steps {dict(Counter(k for k in chosen[9:] if k > 0))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
