@@ -323,18 +323,32 @@ class StepTimeTable:
         `min_samples` each; a smaller j is a floor under k, as at this bucket). Drafting's
         relative cost only grows with the batch (the verify's k+1 tokens per request add work
         while a plain step's weight reads stay the same), so a k that lost at 64 requests loses
-        at 128. 0.0 when no smaller bucket (or no k=0 here) is measured."""
+        at 128. 0.0 when no smaller bucket (or no k=0 here) is measured.
+
+        The same monotonicity bounds the smaller bucket's ratio from above: a j measured here
+        (`min_samples`) reads at most its ratio here there, so a stalled cell at the smaller
+        batch floors nothing above what this bucket has measured. GPU, session 29 (MoE layout,
+        empty kernel caches, 4 requests): k = 1's 6 warm-up samples at 1 request read 2.48x
+        a plain step there, 1.75x at 4 on 12 samples; that 2.48 kept k = 2 and 3 from every
+        probe at 4, and the first repeat ran plain on 2,307 of 2,328 decisions where the final
+        table put k = 3 23% above it."""
         i0 = self._i(bucket, 0)
         if k == 0 or self.count[i0] <= 0:
             return 0.0
+        t0 = self.settled(bucket, 0)
         for b in range(bucket - 1, -1, -1):
             ib0 = self._i(b, 0)
             if self.count[ib0] < min_samples:
                 continue
-            t_b = max((self.settled(b, j) for j in range(1, k + 1)
-                       if self.count[self._i(b, j)] >= min_samples), default=None)
-            if t_b is not None:
-                return self.settled(bucket, 0) * max(1.0, t_b / self.settled(b, 0))
+            ratios = []
+            for j in range(1, k + 1):
+                if self.count[self._i(b, j)] >= min_samples:
+                    r = self.settled(b, j) / self.settled(b, 0)
+                    if self.count[self._i(bucket, j)] >= min_samples:
+                        r = min(r, self.settled(bucket, j) / t0)
+                    ratios.append(r)
+            if ratios:
+                return t0 * max(1.0, max(ratios))
         return 0.0
 
     def larger_batch_ratio(self, bucket: int, k: int, min_samples: float) -> Optional[float]:

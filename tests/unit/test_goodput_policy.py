@@ -1132,3 +1132,30 @@ def test_a_far_step_count_that_cannot_win_is_still_not_refreshed():
     pol._decisions = pol.refresh_interval - 1
     d = pol.decide(LoadSnapshot(running=256), p2_acceptance())
     assert (d.steps, d.reason) == (0, "cost_model")
+
+
+
+def test_a_stalled_cell_at_a_smaller_batch_floors_nothing_above_what_this_batch_measured():
+    """GPU, session 29 (MoE layout, empty kernel caches, dial 0.7, `mq`): the table after the
+    first 4-request repeat, which ran plain on 2,307 of 2,328 decisions while EAGLE-3 made
+    1.15x plain and the final table put k = 3 23% above plain. k = 1's 6 warm-up samples at 1
+    request (2.48x a plain step, stalled: k = 3 read 2.19x there later) floored k = 2 and 3 at
+    4 requests out of every probe, though k = 1 itself read 1.75x at 4 on 12 samples. The
+    ratio measured here bounds the smaller batch's from above (drafting's relative cost only
+    grows with the batch): k = 2, 3 are probed. The acceptance those decisions read is not
+    logged; the first probes' accept lengths read 1.19-1.33 (stale drafts after plain
+    prefills), so position 1 is right half the time here (at 69 of 100 both rules probe)."""
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    fill_cells(pol.table, 1, {0: (1.416, 6), 1: (3.513, 6)})
+    fill_cells(pol.table, 2, {0: (1.689, 31)})
+    fill_cells(pol.table, 4, {0: (2.139, 200), 1: (3.736, 12)})
+    acc = AcceptanceStats()
+    for _ in range(20):  # k = 1 probes only
+        acc.observe(1, [0] * 50 + [1] * 50)
+    pol._current = 0
+    pol._decisions = pol.explore_interval * 5 - 1  # the next decision explores; no refresh due
+    d = pol.decide(LoadSnapshot(running=4), acc)
+    assert (d.steps, d.reason) == (2, "probe"), d
+    # ... while a ratio measured on enough samples at the smaller batch still floors (session 9)
+    assert pol.table.smaller_batch_floor(bucket_of(4), 3, pol.min_samples) == pytest.approx(
+        0.002139 * 3.736 / 2.139)
