@@ -41,7 +41,9 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
   floor for every larger one (more draft steps and verify tokens never make a step faster).
   A smaller batch bounds a larger one too: t(k) / t(0) only grows with the batch, so a k that
   lost at 64 requests is not probed at 128 (session 9: those probes were 6% of the level's
-  steps at 4x a plain step's cost).
+  steps at 4x a plain step's cost). The same bound read the other way caps the smaller batch's
+  ratio by what the larger batch measured itself (session 29: a stalled warm-up cell at one
+  request kept k = 2, 3 unprobed at 4).
 - An estimate scaled from another bucket is good for choosing what to probe, not what to run
   (one kept k=3 at 128 requests for ~2 s in the step-load run), hence "measured here".
 - Few samples can all be stalls (session 4, dial 0.9: a probe in the warm-up's prefill burst
