@@ -327,13 +327,13 @@ class StepTimeTable:
         while a plain step's weight reads stay the same), so a k that lost at 64 requests loses
         at 128. 0.0 when no smaller bucket (or no k=0 here) is measured.
 
-        The same monotonicity bounds the smaller bucket's ratio from above: a j measured here
-        (`min_samples`) reads at most its ratio here there, so a stalled cell at the smaller
-        batch floors nothing above what this bucket has measured. GPU, session 29 (MoE layout,
-        empty kernel caches, 4 requests): k = 1's 6 warm-up samples at 1 request read 2.48x
-        a plain step there, 1.75x at 4 on 12 samples; that 2.48 kept k = 2 and 3 from every
-        probe at 4, and the first repeat ran plain on 2,307 of 2,328 decisions where the final
-        table put k = 3 23% above it."""
+        The same monotonicity bounds the smaller bucket's ratio from above: for a j measured
+        here (`min_samples`), the smaller bucket's t(j) / t(0) counts at most as this bucket's,
+        so a stalled cell at the smaller batch floors nothing above what this bucket measured.
+        GPU, session 29 (MoE layout, empty kernel caches, 4 requests): k = 1's 6 warm-up
+        samples at 1 request read 2.48x a plain step there, 1.75x at 4 on 12 samples; with a
+        low acceptance estimate that 2.48 keeps k = 2 and 3 from every probe at 4, and the
+        first repeat ran plain on 2,307 of 2,328 decisions (the likely cause, see the test)."""
         i0 = self._i(bucket, 0)
         if k == 0 or self.count[i0] <= 0:
             return 0.0

@@ -4,10 +4,10 @@
 #      found no request waiting at the scheduler in goodput's slow 256-request repeat (mean
 #      waiting 0.0-0.1 at 160-256 running, running 256 -> 165 with no prefill for ~1 s), and
 #      across sessions 28-29 the 256 levels with a high TTFT were those whose front-end
-#      process (HTTP server + tokenizer manager, one core) read 0.83-0.96 of a core, plain's
-#      as much as goodput's. Dense pair, dial 0.7, all four systems at 256, 2 passes (128 left out: device time),
-#      every server with `--stream-interval 4` (SGLang's own throughput setting: a stream
-#      event per 4 tokens, the first token still at once), phase clocks on.
+#      process (HTTP server + tokenizer manager, one core) read 0.76-0.96 of a core, plain's
+#      as much as goodput's. Dense pair, dial 0.7, all four systems at 256, 2 passes (128 left
+#      out: device time), every server with `--stream-interval 4` (SGLang's own throughput
+#      setting: a stream event per 4 tokens, the first token still at once), phase clocks on.
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s29.sh si
 source scripts/device/common.sh
 

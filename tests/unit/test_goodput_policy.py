@@ -1134,7 +1134,6 @@ def test_a_far_step_count_that_cannot_win_is_still_not_refreshed():
     assert (d.steps, d.reason) == (0, "cost_model")
 
 
-
 def test_a_stalled_cell_at_a_smaller_batch_floors_nothing_above_what_this_batch_measured():
     """GPU, session 29 (MoE layout, empty kernel caches, dial 0.7, `mq`): the table after the
     first 4-request repeat, which ran plain on 2,307 of 2,328 decisions while EAGLE-3 made
@@ -1143,8 +1142,8 @@ def test_a_stalled_cell_at_a_smaller_batch_floors_nothing_above_what_this_batch_
     4 requests out of every probe, though k = 1 itself read 1.75x at 4 on 12 samples. The
     ratio measured here bounds the smaller batch's from above (drafting's relative cost only
     grows with the batch): k = 2, 3 are probed. The acceptance those decisions read is not
-    logged; the first probes' accept lengths read 1.19-1.33 (stale drafts after plain
-    prefills), so position 1 is right half the time here (at 69 of 100 both rules probe)."""
+    logged; the first probes' accept lengths read 1.19-1.33, so position 1 is right half the
+    time here (with that table the old rule probes from 60 of 100 on)."""
     pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
     fill_cells(pol.table, 1, {0: (1.416, 6), 1: (3.513, 6)})
     fill_cells(pol.table, 2, {0: (1.689, 31)})
@@ -1156,6 +1155,6 @@ def test_a_stalled_cell_at_a_smaller_batch_floors_nothing_above_what_this_batch_
     pol._decisions = pol.explore_interval * 5 - 1  # the next decision explores; no refresh due
     d = pol.decide(LoadSnapshot(running=4), acc)
     assert (d.steps, d.reason) == (2, "probe"), d
-    # ... while a ratio measured on enough samples at the smaller batch still floors (session 9)
+    # k = 3's floor from the smaller batch: k = 1's ratio here (1.75x), not its 2.48x at 1 request
     assert pol.table.smaller_batch_floor(bucket_of(4), 3, pol.min_samples) == pytest.approx(
         0.002139 * 3.736 / 2.139)
