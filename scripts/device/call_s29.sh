@@ -8,7 +8,7 @@
 #      as much as goodput's. Dense pair, dial 0.7, all four systems at 256, 2 passes (128 left
 #      out: device time), every server with `--stream-interval 4` (SGLang's own throughput
 #      setting: a stream event per 4 tokens, the first token still at once), phase clocks on.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s29.sh si
+# Usage (repo root, .bundle and .device carried): [SI_SYSTEMS=plain,adaptive-spec:goodput] bash scripts/device/call_s29.sh si
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -20,7 +20,7 @@ si)
   build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
   say "model built"
   RUN_FLAGS+=(--start-timeout-s 200 --server-arg "--stream-interval 4")
-  sweep 0 si-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "$FOUR" --concurrency 256 \
+  sweep 0 si-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "${SI_SYSTEMS:-$FOUR}" --concurrency 256 \
     --repeat 2 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-si.txt
   report si- logs-si.tar.xz /tmp/tail-si.txt
   phases /tmp/logs-si-dense --bands 160-256,96-159 | tail -10
