@@ -10,6 +10,9 @@ the same scenarios, for the before/after pairs. Scenarios:
   last 4,000 decisions' goodput against k = 3's.
 - jump-256: dense pair, a jump to 180-256 running (k = 1 at 6.6x a plain step, over the
   plausible bound); drafting steps in the 1,000 decisions after it, per seed.
+- moe4-r0-table (session 29): the table kept after `mq`'s first 4-request repeat (k = 1 at 1
+  request 2.48x a plain step on 6 warm-up samples, 1.75x at 4 on 12); the decision at an
+  explore step at 4 running, for position-1 acceptance of 30-69 in 100.
 """
 import argparse
 import random
@@ -28,6 +31,10 @@ def main() -> int:
     from tests.unit.draft_sim import run_rank
     from tests.unit.test_goodput_policy import (MOE16_MS, StallingFirstSamples, make_ctl, moe16_step_s,
                                                 s28_step_s, simulate)
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.policy.goodput import GoodputPolicy
+    from adaptive_spec.signals import AcceptanceStats, LoadSnapshot
+    from tests.unit.test_goodput_policy import fill_cells
     print("policy from", Path(adaptive_spec.__file__).parent)
     e = [1.0, 1.7, 2.19, 2.533]  # 1 + p + p^2 + ..., p = 0.7
     best = e[3] / (MOE16_MS[3] / 1000)
@@ -47,6 +54,18 @@ def main() -> int:
         loads = [1, 25, 50, 75, 100, 128, 150, 200, 256] + [rng.randint(180, 256) for _ in range(1000)]
         chosen = run_rank(ctl, loads, s28_step_s, accept=0.7)
         print(f"jump-256 seed={seed}: drafting steps {dict(Counter(k for k in chosen[9:] if k > 0))}")
+    for right in (30, 40, 45, 50, 55, 60, 69):
+        pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+        fill_cells(pol.table, 1, {0: (1.416, 6), 1: (3.513, 6)})
+        fill_cells(pol.table, 2, {0: (1.689, 31)})
+        fill_cells(pol.table, 4, {0: (2.139, 200), 1: (3.736, 12)})
+        acc = AcceptanceStats()
+        for _ in range(20):
+            acc.observe(1, [0] * (100 - right) + [1] * right)
+        pol._current = 0
+        pol._decisions = pol.explore_interval * 5 - 1  # the next decision explores
+        d = pol.decide(LoadSnapshot(running=4), acc)
+        print(f"moe4-r0-table position 1 right {right}/100: k = {d.steps} ({d.reason})")
     return 0
 
 
