@@ -31,10 +31,8 @@ def main() -> int:
     from tests.unit.draft_sim import run_rank
     from tests.unit.test_goodput_policy import (MOE16_MS, StallingFirstSamples, make_ctl, moe16_step_s,
                                                 s28_step_s, simulate)
-    from adaptive_spec.config import AdaptiveSpecConfig
-    from adaptive_spec.policy.goodput import GoodputPolicy
-    from adaptive_spec.signals import AcceptanceStats, LoadSnapshot
-    from tests.unit.test_goodput_policy import fill_cells
+    from adaptive_spec.signals import LoadSnapshot
+    from tests.unit.test_goodput_policy import mq_r0_policy
     print("policy from", Path(adaptive_spec.__file__).parent)
     e = [1.0, 1.7, 2.19, 2.533]  # 1 + p + p^2 + ..., p = 0.7
     best = e[3] / (MOE16_MS[3] / 1000)
@@ -55,15 +53,7 @@ def main() -> int:
         chosen = run_rank(ctl, loads, s28_step_s, accept=0.7)
         print(f"jump-256 seed={seed}: drafting steps {dict(Counter(k for k in chosen[9:] if k > 0))}")
     for right in (30, 40, 45, 50, 55, 60, 69):
-        pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
-        fill_cells(pol.table, 1, {0: (1.416, 6), 1: (3.513, 6)})
-        fill_cells(pol.table, 2, {0: (1.689, 31)})
-        fill_cells(pol.table, 4, {0: (2.139, 200), 1: (3.736, 12)})
-        acc = AcceptanceStats()
-        for _ in range(20):
-            acc.observe(1, [0] * (100 - right) + [1] * right)
-        pol._current = 0
-        pol._decisions = pol.explore_interval * 5 - 1  # the next decision explores
+        pol, acc = mq_r0_policy(right)
         d = pol.decide(LoadSnapshot(running=4), acc)
         print(f"moe4-r0-table position 1 right {right}/100: k = {d.steps} ({d.reason})")
     return 0

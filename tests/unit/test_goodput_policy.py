@@ -1134,6 +1134,22 @@ def test_a_far_step_count_that_cannot_win_is_still_not_refreshed():
     assert (d.steps, d.reason) == (0, "cost_model")
 
 
+def mq_r0_policy(right: int):
+    """(policy, acceptance) as after session 29's `mq` first 4-request repeat (its kept table;
+    k = 1 probes only, position 1 right `right` of 100), the next decision an explore step with
+    no refresh due (also `scripts/policy_sim.py`'s moe4-r0-table)."""
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    fill_cells(pol.table, 1, {0: (1.416, 6), 1: (3.513, 6)})
+    fill_cells(pol.table, 2, {0: (1.689, 31)})
+    fill_cells(pol.table, 4, {0: (2.139, 200), 1: (3.736, 12)})
+    acc = AcceptanceStats()
+    for _ in range(20):
+        acc.observe(1, [0] * (100 - right) + [1] * right)
+    pol._current = 0
+    pol._decisions = pol.explore_interval * 5 - 1
+    return pol, acc
+
+
 def test_a_stalled_cell_at_a_smaller_batch_floors_nothing_above_what_this_batch_measured():
     """GPU, session 29 (MoE layout, empty kernel caches, dial 0.7, `mq`): the table after the
     first 4-request repeat, which ran plain on 2,307 of 2,328 decisions while EAGLE-3 made
@@ -1144,15 +1160,7 @@ def test_a_stalled_cell_at_a_smaller_batch_floors_nothing_above_what_this_batch_
     grows with the batch): k = 2, 3 are probed. The acceptance those decisions read is not
     logged; the first probes' accept lengths read 1.19-1.33, so position 1 is right half the
     time here (with that table the old rule probes from 60 of 100 on)."""
-    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
-    fill_cells(pol.table, 1, {0: (1.416, 6), 1: (3.513, 6)})
-    fill_cells(pol.table, 2, {0: (1.689, 31)})
-    fill_cells(pol.table, 4, {0: (2.139, 200), 1: (3.736, 12)})
-    acc = AcceptanceStats()
-    for _ in range(20):  # k = 1 probes only
-        acc.observe(1, [0] * 50 + [1] * 50)
-    pol._current = 0
-    pol._decisions = pol.explore_interval * 5 - 1  # the next decision explores; no refresh due
+    pol, acc = mq_r0_policy(right=50)
     d = pol.decide(LoadSnapshot(running=4), acc)
     assert (d.steps, d.reason) == (2, "probe"), d
     # k = 3's floor from the smaller batch: k = 1's ratio here (1.75x), not its 2.48x at 1 request
