@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Session 31. One H200 each:
+#   mq (~7 min) issue 10 after the smaller-batch cap (`3f85c1e`, CPU-tested only; session 30's
+#      start of it was refused): the MoE layout, dial 0.7, plain, eagle3 and goodput at 4 / 16
+#      requests, 3 passes, empty caches (session 29: r0 at 4 requests ran plain on 2,307 of
+#      2,328 decisions, 0.853x).
+#   fb (~8 min) issue 5 at 128 / 256 with the HTTP front-end relieved (`--stream-interval 4` on
+#      every server; session 30's `fo` had every front-end at 0.77-0.95 of a core and plain at
+#      the same ~10.6k tok/s in all three repeats): plain, eagle3, SGLang's built-in adaptive
+#      and goodput, dense 8B pair, dial 0.7, 3 passes: goodput against max(plain, eagle3) and
+#      against the built-in mode (>= 2x asked) where the front-end no longer caps every server.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s31.sh mq|fb
+source scripts/device/common.sh
+
+say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
+case "${1:-}" in
+mq)
+  export DEADLINE_S=${DEADLINE_S:-540} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  export TRITON_CACHE_DIR=/tmp/jit-mq/triton TVM_FFI_CACHE_DIR=/tmp/jit-mq/tvm-ffi
+  rm -rf /tmp/jit-mq; mkdir -p "$TRITON_CACHE_DIR" "$TVM_FFI_CACHE_DIR"
+  build_pair /tmp/moe-16 dial:0.7 --preset qwen3-moe --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  RUN_FLAGS+=(--start-timeout-s 360)
+  sweep 0 mq-moe-dial-0.7 /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput --concurrency 4,16 --repeat 3 --time-budget-s 6 \
+    --system-args "$GOODPUT" > /tmp/tail-mq.txt
+  report mq- logs-mq.tar.xz /tmp/tail-mq.txt
+  goodput_cost_model "$OUT"/sweep-mq-moe-dial-0.7.json
+  ;;
+fb)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
+    ADAPTIVE_SPEC_PHASE_WINDOW_S=1
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  RUN_FLAGS+=(--start-timeout-s 200 --server-arg "--stream-interval 4")
+  sweep 0 fb-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "$FOUR" \
+    --concurrency 128,256 --repeat 3 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-fb.txt
+  report fb- logs-fb.tar.xz /tmp/tail-fb.txt
+  phases /tmp/logs-fb-dense --bands 160-256,96-159 | tail -10
+  goodput_cost_model "$OUT"/sweep-fb-dense.json
+  ;;
+*)
+  say "usage: $0 mq|fb"; exit 2
+  ;;
+esac
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$1"
