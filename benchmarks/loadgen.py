@@ -741,6 +741,28 @@ async def wait_idle(client: Client, timeout_s: float = 30.0, poll_s: float = 0.2
     return False
 
 
+async def end_level(client: Client, timeout_s: float = 30.0) -> dict:
+    """After a level's cut-off: abort what the server still runs for it and wait (bounded) until
+    it is idle. A streamed request cut off by the client keeps decoding until SGLang notices the
+    disconnect (its abort task sleeps 2 s after the stream ends), and the sweep's servers share
+    one GPU: GPU, session 31, the built-in adaptive server still decoded 48-59 cut-off requests
+    of its 128-request level, at 28-45 ms a step, inside the next system's level. Returns what
+    was left ({"running", "waiting"} at the cut-off, "aborted", "settle_s"; {} when the server
+    has no ``/v1/loads``)."""
+    t0 = now()
+    code, obj = await client.get_json("/v1/loads?include=core", timeout=2.0)
+    run, wait, _ = parse_loads(obj) if code == 200 else (None, None, None)
+    if run is None:
+        return {}
+    out = {"running": run, "waiting": wait, "aborted": False}
+    if run or wait:
+        code, _ = await client.post_json("/abort_request", {"abort_all": True}, timeout=5.0)
+        out["aborted"] = code == 200
+        out["idle"] = await wait_idle(client, timeout_s)
+    out["settle_s"] = round(now() - t0, 2)
+    return out
+
+
 def timeline_from(samples: List[dict], records: List[RequestRecord], t0: float,
                   schedule: Optional[Schedule] = None, system: Optional[str] = None) -> List[dict]:
     """Timeline entries {t_s, running, waiting, steps, output_tok_s, ...}; ``output_tok_s`` is

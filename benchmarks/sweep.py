@@ -778,6 +778,12 @@ class Sweep:
                 lags = await lag.stop()
                 placement = await place.stop()
             samples = await poller.stop()
+            level_wall_s = round(time.time() - t_wall, 2)
+            # before the next level, of whichever server: the cut-off requests must not keep
+            # decoding on the shared GPU
+            leftover = await lg.end_level(cl)
+            if leftover.get("idle") is False:
+                self.notes.append(f"{name}: not idle 30 s after level {kind} {val} ({leftover})")
         recs = res.records
         base = {"system": name}
         if kind in ("closed", "open"):
@@ -790,7 +796,9 @@ class Sweep:
             if steady:  # the whole level too (ramp-up and drain included), for reference
                 row["output_tok_s_whole"] = st.output_tok_s(recs, res.window)
             self._server_side(row, samples, steady)
-            row["level_wall_s"] = round(time.time() - t_wall, 2)
+            row["level_wall_s"] = level_wall_s
+            if leftover:  # what the cut-off left running and how long it took to clear
+                row["left_at_cutoff"] = leftover
             # the host's 1-minute load at the level's end: the same plain server's TPOT moved
             # 12.9-16.9 ms between repeats of one run (session 9) while the other GPU's sweep
             # shared the host's cores; this tells later runs whether the host was busy

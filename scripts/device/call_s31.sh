@@ -9,7 +9,11 @@
 #      the same ~10.6k tok/s in all three repeats): plain, eagle3, SGLang's built-in adaptive
 #      and goodput, dense 8B pair, dial 0.7, 3 passes: goodput against max(plain, eagle3) and
 #      against the built-in mode (>= 2x asked) where the front-end no longer caps every server.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s31.sh mq|fb
+#   fc (~8 min) fb again after the sweep's level end (`end_level`): fb showed the built-in
+#      server still decoding 48-59 cut-off requests of its 128-request level, at 28-45 ms a
+#      step, inside goodput's level (the turn order rotates, so goodput always followed it); now
+#      each level's leftovers are aborted and waited out before the next level, of any server.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s31.sh mq|fb|fc
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -28,20 +32,21 @@ mq)
   report mq- logs-mq.tar.xz /tmp/tail-mq.txt
   goodput_cost_model "$OUT"/sweep-mq-moe-dial-0.7.json
   ;;
-fb)
+fb|fc)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
     ADAPTIVE_SPEC_PHASE_WINDOW_S=1
   build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
   say "model built"
   RUN_FLAGS+=(--start-timeout-s 200 --server-arg "--stream-interval 4")
-  sweep 0 fb-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "$FOUR" \
-    --concurrency 128,256 --repeat 3 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-fb.txt
-  report fb- logs-fb.tar.xz /tmp/tail-fb.txt
-  phases /tmp/logs-fb-dense --bands 160-256,96-159 | tail -10
-  goodput_cost_model "$OUT"/sweep-fb-dense.json
+  sweep 0 $1-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "$FOUR" \
+    --concurrency 128,256 --repeat 3 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-$1.txt
+  report $1- logs-$1.tar.xz /tmp/tail-$1.txt
+  phases /tmp/logs-$1-dense --bands 160-256,96-159 | tail -10
+  goodput_cost_model "$OUT"/sweep-$1-dense.json
+  python3 -c "import json,sys; [print(r['system'], r['concurrency'], r.get('repeat'), r.get('left_at_cutoff')) for r in json.load(open(sys.argv[1]))['rows']]" "$OUT"/sweep-$1-dense.json
   ;;
 *)
-  say "usage: $0 mq|fb"; exit 2
+  say "usage: $0 mq|fb|fc"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"

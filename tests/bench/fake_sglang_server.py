@@ -3,8 +3,11 @@
 Speaks just enough of SGLang 0.5.16's native API: ``GET /health``, ``POST /generate``
 (``input_ids`` + ``sampling_params``; streamed ``data: {...}`` events with cumulative
 ``output_ids`` and ``meta_info``, then ``data: [DONE]``; or one JSON when not streamed),
-``GET /server_info``, ``GET /v1/loads``, ``POST /start_profile`` (writes a tiny trace) and,
-with ``--fake-status``, ``GET /adaptive_spec/status`` and ``GET /metrics``.
+``GET /server_info``, ``GET /v1/loads``, ``POST /start_profile`` (writes a tiny trace),
+``POST /abort_request`` (``abort_all`` only) and, with ``--fake-status``,
+``GET /adaptive_spec/status`` and ``GET /metrics``. With ``--fake-linger`` a streamed request
+whose client went away keeps running to its last chunk unless aborted, as SGLang's does until
+its abort task fires.
 
 Output: the last prompt token repeated (like the synthetic "repeat" target), or with
 ``--fake-lossy`` that token + 1 from the 3rd token on.  Speculative (``--speculative-algorithm``
@@ -44,6 +47,8 @@ def parse(argv=None):
     p.add_argument("--fake-status", action="store_true")
     p.add_argument("--fake-lossy", action="store_true")
     p.add_argument("--fake-http-error", type=int, default=None)
+    p.add_argument("--fake-linger", action="store_true")
+    p.add_argument("--fake-no-abort", action="store_true")  # an /abort_request-less server
     a, _unknown = p.parse_known_args(argv)
     return a
 
@@ -53,6 +58,7 @@ class Fake:
         self.a = a
         self.t0 = time.time()
         self.running = 0
+        self.abort_epoch = 0  # bumped by abort_all: a request started before it stops
         self.steps_hist = {}
         self.decisions = {}  # "<steps>:<reason>" as the real status counts them
         self.step_modes = {}
@@ -78,6 +84,12 @@ class Fake:
         return web.json_response({"loads": [{"dp_rank": 0, "num_running_reqs": self.running,
                                              "num_waiting_reqs": 0, "gen_throughput": 1.0,
                                              "num_used_tokens": 10 * self.running}]})
+
+    async def abort_request(self, req):
+        body = await req.json()
+        if body.get("abort_all"):
+            self.abort_epoch += 1
+        return web.Response(status=200)
 
     def cur_steps(self):
         return 0 if self.running >= 4 else (self.k - 1)
@@ -165,9 +177,13 @@ class Fake:
                 return web.json_response({"output_ids": out, "meta_info": meta(True, n, verify)})
             resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
             await resp.prepare(req)
-            sent = 0
+            sent, epoch, gone = 0, self.abort_epoch, False
             for i, c in enumerate(chunks):
                 await asyncio.sleep(self.a.fake_delay_s)
+                if self.abort_epoch != epoch:
+                    break
+                if gone:  # the client left: decode on, unseen, as SGLang does until it aborts
+                    continue
                 s = self.cur_steps()
                 self.steps_hist[str(s)] = self.steps_hist.get(str(s), 0) + 1
                 why, mode = f"{s}:cost_model", "off" if s == 0 else "on"
@@ -177,9 +193,15 @@ class Fake:
                 sent += c
                 ids_field = new if self.a.fake_incremental else out[:sent]
                 ev = {"output_ids": ids_field, "meta_info": meta(sent >= n, sent, i)}
-                await resp.write(b"data: " + json.dumps(ev).encode() + b"\n\n")
-            await resp.write(b"data: [DONE]\n\n")
-            await resp.write_eof()
+                try:
+                    await resp.write(b"data: " + json.dumps(ev).encode() + b"\n\n")
+                except (ConnectionError, RuntimeError):
+                    if not self.a.fake_linger:
+                        raise
+                    gone = True
+            if not gone:
+                await resp.write(b"data: [DONE]\n\n")
+                await resp.write_eof()
             return resp
         finally:
             self.running -= 1
@@ -195,6 +217,8 @@ def make_app(a) -> web.Application:
     app.router.add_get("/metrics", f.metrics)
     app.router.add_post("/generate", f.generate)
     app.router.add_post("/start_profile", f.start_profile)
+    if not a.fake_no_abort:
+        app.router.add_post("/abort_request", f.abort_request)
     return app
 
 

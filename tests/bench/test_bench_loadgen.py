@@ -275,3 +275,48 @@ def test_idle_connections_are_dropped_before_the_server_closes_them():
     dropped = run(_client_ports(keepalive_s=0.2, pause_s=0.6))
     assert reused[0] == reused[1]  # control: within the keep-alive, the connection is reused
     assert dropped[0] != dropped[1]
+
+
+async def _cut_off_then_end_level(new_tokens, **opts):
+    """A level cut off while its requests still decode (20 ms a chunk), then end_level."""
+    runner, url = await fake.start_in_loop(fake_delay_s=0.02, fake_linger=True, **opts)
+    try:
+        async with lg.Client(url, new_tokens=new_tokens) as cl:
+            res = await lg.run_closed(cl, prompts(), lg.steady(3, 0.3), max_requests=50,
+                                      time_budget_s=0.3, drain_s=0.2)
+            await asyncio.sleep(0.1)  # the server notices the closed streams at its next write
+            code, obj = await cl.get_json("/v1/loads")
+            still = lg.parse_loads(obj)[0]
+            left = await lg.end_level(cl, timeout_s=20.0)
+            code, obj = await cl.get_json("/v1/loads")
+            after = lg.parse_loads(obj)[0]
+        return res, still, left, after
+    finally:
+        await runner.cleanup()
+
+
+def test_end_level_aborts_what_the_cut_off_left_decoding():
+    # 200 tokens at 20 ms take 4 s: cut off after ~0.5 s, the fake (like SGLang) decodes on
+    res, still, left, after = run(_cut_off_then_end_level(200))
+    assert res.cut_off == 3 and still == 3      # cut off at the client, still running there
+    assert left["running"] == 3 and left["aborted"] is True and left["idle"] is True
+    assert left["settle_s"] < 2.0 and after == 0  # aborted, not waited out (~3.5 s left)
+
+
+def test_end_level_waits_out_a_server_without_abort():
+    # 60 tokens at 20 ms: ~0.7 s of lingering left after the cut-off, waited out
+    res, still, left, after = run(_cut_off_then_end_level(60, fake_no_abort=True))
+    assert still == 3 and left["running"] == 3
+    assert left["aborted"] is False and left["idle"] is True and after == 0
+
+
+def test_end_level_on_an_idle_server_returns_at_once():
+    async def go():
+        runner, url = await fake.start_in_loop()
+        try:
+            async with lg.Client(url, new_tokens=8) as cl:
+                return await lg.end_level(cl)
+        finally:
+            await runner.cleanup()
+    left = run(go())
+    assert left["running"] == 0 and left["aborted"] is False and "idle" not in left

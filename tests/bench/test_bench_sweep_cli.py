@@ -49,6 +49,8 @@ def test_sweep_starts_four_systems_and_writes_valid_json(tmp_path, fake_env, mod
     for r in res["rows"]:
         assert {"client", "frontend"} <= set(r["cpu_util"]) and r["cpu_util"]["client"] > 0
         assert r["client_loop_lag_ms_p99"] >= r["client_loop_lag_ms_p50"] >= 0
+        # what the level's cut-off left on the server, cleared before the next level (end_level)
+        assert r["left_at_cutoff"]["running"] >= 0 and r["left_at_cutoff"]["settle_s"] >= 0
     # the level's decisions by reason and steps by mode (FAKE server: one per streamed chunk),
     # as differences of rank 0's counters like the histogram
     row = by[("adaptive-spec:threshold", 4)]
