@@ -237,9 +237,10 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("files", nargs="+")
     pr.add_argument("--system", action="append", required=True, metavar="NAME",
                     help="the system (repeat for the names other runs gave it)")
-    pr.add_argument("--of", choices=("plain", "envelope"), default="plain",
-                    help="each ratio's reference in its repeat: plain, or the better of plain and "
-                         "eagle3 (envelope; runs without eagle3 pair with plain alone)")
+    pr.add_argument("--of", default="plain", metavar="plain|envelope|SYSTEM",
+                    help="each ratio's reference in its repeat: plain, the better of plain and "
+                         "eagle3 (envelope; runs without eagle3 pair with plain alone), or any "
+                         "other system of the runs (e.g. builtin-adaptive)")
 
     sub.add_parser("models", help="build the synthetic target/draft pair (see models --help)",
                    add_help=False)
@@ -383,11 +384,11 @@ def cmd_paired(a: argparse.Namespace) -> int:
             runs.append(json.loads(Path(f).read_text())["rows"])
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise BenchError(f"cannot read sweep rows from {f}: {e}") from None
-    reference = ("plain", "eagle3") if a.of == "envelope" else ("plain",)
+    reference = ("plain", "eagle3") if a.of == "envelope" else (a.of,)
     pooled = st.pooled_pairs(runs, a.system, reference)
     if not pooled:
-        raise BenchError(f"no paired repeats of {', '.join(a.system)} in these files")
-    of = "max(plain, eagle3)" if a.of == "envelope" else "plain"
+        raise BenchError(f"no paired repeats of {', '.join(a.system)} against {a.of} in these files")
+    of = "max(plain, eagle3)" if a.of == "envelope" else a.of
     for p in pooled:
         ci = f" +-{p['ci95']:.3f}" if p["ci95"] is not None else ""
         print(f"N={p['concurrency']}: {p['mean']:.3f}x {of}{ci} over {p['pairs']} pairs "

@@ -389,6 +389,32 @@ def test_systems_take_turns_going_first_level_by_level(tmp_path, model_dirs, mon
         (1, "plain"), (1, "eagle3"), (2, "plain"), (2, "eagle3"), (3, "plain"), (3, "eagle3")]
 
 
+def test_paired_against_another_system_pools_session_31s_goodput_over_the_builtin_mode(cli_cmd):
+    """`--of SYSTEM`: each repeat's ratio to that system's same repeat (issue 5's >= 2x of
+    SGLang's built-in adaptive mode), here over session 31's two 128 / 256 runs."""
+    res = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    files = [res / "2026-12-03-s31-dense-128-256-si4.json",
+             res / "2026-12-03-s31-dense-128-256-si4-level-end.json"]
+    r = subprocess.run(cli_cmd + ["paired", *map(str, files), "--system", "adaptive-spec:goodput",
+                                  "--of", "builtin-adaptive"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    want = {}
+    for f in files:
+        rows = json.loads(f.read_text())["rows"]
+        tok = {(x["system"], x["concurrency"], x["repeat"]): x["output_tok_s"] for x in rows}
+        for (s, n, k), v in tok.items():
+            if s == "adaptive-spec:goodput":
+                want.setdefault(n, []).append(v / tok[("builtin-adaptive", n, k)])
+    lines = r.stdout.strip().splitlines()
+    for line, n in zip(lines, (128, 256)):
+        mean = sum(want[n]) / len(want[n])
+        assert line.startswith(f"N={n}: {mean:.3f}x builtin-adaptive +-") and "over 6 pairs" in line
+    bad = subprocess.run(cli_cmd + ["paired", str(files[0]), "--system", "adaptive-spec:goodput",
+                                    "--of", "nope"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "against nope" in bad.stderr
+
+
 def test_paired_pools_the_committed_off_step_repeats_of_sessions_8_and_9(cli_cmd):
     """The README's "1.000x at 64 over 6 paired repeats" comes from this command."""
     res = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
