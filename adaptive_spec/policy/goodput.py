@@ -513,23 +513,34 @@ class GoodputPolicy:
         the cell was never probed again and the server ran plain where eagle3 made 1.14x."""
         return self.probe_optimism * (1.0 + self.min_samples / max(samples, 1.0))
 
+    def _bounds(self, bucket: int, k: int) -> float:
+        """The fastest step time k's bounds allow, its own samples left out: the floor (the
+        measured smaller k here) and the smaller batch's ratio, with slack for its noise."""
+        return max(self.table.floor(bucket, k),
+                   self.table.smaller_batch_floor(bucket, k, self.min_samples) / self.MONOTONE_SLACK)
+
+    def _goodput_at_time(self, bucket: int, k: int, expected: list[float], t: float) -> float:
+        return math.inf if t <= 0 else expected[k] / (t + self.prefill.per_step(bucket, expected[k]))
+
+    def bounded_goodput(self, bucket: int, k: int, expected: list[float]) -> float:
+        """What a cell whose few samples may all be stalls could still reach: k's goodput at
+        `_bounds`."""
+        return self._goodput_at_time(bucket, k, expected, self._bounds(bucket, k))
+
     def optimistic_goodput(self, bucket: int, k: int, expected: list[float]) -> float:
         """The best goodput k could plausibly have at this bucket: its own measured mean
         `optimism(samples)` times too slow, never faster than the floor (the measured smaller
         k here). Unmeasured here: the floor alone. An estimate scaled from another bucket does
         not count: one stalled cell at 8 requests, scaled down, kept k=3 from ever being
         probed at 1 request (dial 0.9, 2026-11-29: k=2 ran there, 0.95x of eagle3)."""
-        floor = self.table.floor(bucket, k)
         n = self.table.samples(bucket, k)
         mean = self.table.estimate(bucket, k) if n > 0 else None
         # a smaller batch's ratio, with slack for its noise: GPU, session 9, a k=1 step at
         # 128 requests cost 4x a plain one after k=1 had lost at 64; its probes and those of
         # k=2 and k=3 took 44 of the level's 687 steps
-        if n < self.trusted_samples:
-            floor = max(floor, self.table.smaller_batch_floor(bucket, k, self.min_samples)
-                        / self.MONOTONE_SLACK)
+        floor = self._bounds(bucket, k) if n < self.trusted_samples else self.table.floor(bucket, k)
         t = max(floor, mean / self.optimism(n) if mean is not None else 0.0)
-        return math.inf if t <= 0 else expected[k] / (t + self.prefill.per_step(bucket, expected[k]))
+        return self._goodput_at_time(bucket, k, expected, t)
 
     # ---- decision -------------------------------------------------------------------
     def decide(self, snap: LoadSnapshot, acc: AcceptanceStats) -> Decision:
@@ -677,7 +688,12 @@ class GoodputPolicy:
             # or once it has been probed `hopeless_probes` times (each at its own moment, not
             # all in one burst) and still cannot win. GPU, session 18 (`p2`, dense pair, 128-256
             # requests, plain chosen): k = 1 read 4x a plain step on 18 samples and was still
-            # refreshed every 1,024 decisions, 7 steps at ~4x and a catch-up each time.
+            # refreshed every 1,024 decisions, 7 steps at ~4x and a catch-up each time. Nor is
+            # one refreshed that loses on the bounds its own samples do not enter
+            # (`bounded_goodput`: the smaller batch's ratio): GPU, session 31 (dense, 128
+            # requests, --stream-interval 4), k = 1 read 28.3 ms against plain's 6.7 on 16
+            # samples, 14.1 against 5.9 at 64 requests, and was refreshed in 2 of 3 levels,
+            # 7 steps and a full catch-up (70 ms host on average) each, ~4% of a 6.6-s window.
             # Beyond the neighbours, any k that could still win: GPU, session 27 (MoE layout,
             # one request, dial 0.7), plain was chosen on 2,943 / 2,359 decisions of two
             # repeats while only k = 1 (4.7 ms a step, losing) was refreshed; the final table
@@ -689,7 +705,8 @@ class GoodputPolicy:
                       and (could_win(k) or (abs(k - cur) == 1 and drafting_pays(k)
                                             and self.table.samples(bucket, k) < self.trusted_samples
                                             and self._probes.get((bucket, k), (0, 0))[0]
-                                            < self.hopeless_probes))]
+                                            < self.hopeless_probes
+                                            and self.bounded_goodput(bucket, k, expected) >= best))]
             if not others:
                 return None
             k = max(others, key=lambda k: (self.table.staleness(bucket, k), -k))

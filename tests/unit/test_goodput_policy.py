@@ -1061,6 +1061,30 @@ def test_a_hopeless_neighbour_is_not_refreshed_for_ever(probes, refreshed):
     assert (d.steps, d.reason) == ((1, "refresh") if refreshed else (0, "cost_model"))
 
 
+# GPU, session 31 (`fc`, dense pair, dial 0.7, --stream-interval 4): the final table at 33-64
+# and 65-128 requests (ms, samples)
+FC_DENSE_64 = {0: (5.871, 252), 1: (14.088, 11), 2: (18.265, 6), 3: (18.936, 6)}
+FC_DENSE_128 = {0: (6.694, 1222), 1: (28.339, 16)}
+
+
+@pytest.mark.parametrize("k1_at_64_ms, refreshed", [(FC_DENSE_64[1][0], False), (6.5, True)])
+def test_a_neighbour_the_smaller_batch_rules_out_is_not_refreshed(k1_at_64_ms, refreshed):
+    """GPU, session 31: k = 1 at 128 requests read 4.2x a plain step on 16 samples (fewer than
+    `trusted_samples`, so a neighbour refresh was due) while at 64 requests it read 2.4x on 11:
+    drafting's relative cost only grows with the batch, so k = 1 cannot win at 128 whatever its
+    own few samples say, and its refreshes (2 of 3 levels, 7 steps and a full catch-up each)
+    were pure loss. Where the smaller batch leaves room (k = 1 at 1.1x there), the refresh of
+    a few possibly stalled samples stays."""
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    fill_cells(pol.table, 64, {**FC_DENSE_64, 1: (k1_at_64_ms, 11)})
+    fill_cells(pol.table, 128, FC_DENSE_128)
+    pol._current = 0
+    pol._probes[(bucket_of(128), 1)] = (1, 0)  # refreshed once: under `hopeless_probes`
+    pol._decisions = pol.refresh_interval - 1  # the next decision is a refresh's turn
+    d = pol.decide(LoadSnapshot(running=128), p2_acceptance())
+    assert (d.steps, d.reason) == ((1, "refresh") if refreshed else (0, "cost_model"))
+
+
 # GPU, session 27 (MoE layout, one request, dial 0.7): the goodput server's final table at one
 # request (ms; samples rounded). What its k = 3 cell read while that level ran is not recorded;
 # the test below gives it a stalled probe's value.
