@@ -19,18 +19,8 @@ source scripts/device/common.sh
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
 case "${1:-}" in
-mq)
-  export DEADLINE_S=${DEADLINE_S:-540} ADAPTIVE_SPEC_WARM_SAMPLING=0
-  export TRITON_CACHE_DIR=/tmp/jit-mq/triton TVM_FFI_CACHE_DIR=/tmp/jit-mq/tvm-ffi
-  rm -rf /tmp/jit-mq; mkdir -p "$TRITON_CACHE_DIR" "$TVM_FFI_CACHE_DIR"
-  build_pair /tmp/moe-16 dial:0.7 --preset qwen3-moe --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }
-  say "model built"
-  RUN_FLAGS+=(--start-timeout-s 360)
-  sweep 0 mq-moe-dial-0.7 /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 \
-    plain,eagle3,adaptive-spec:goodput --concurrency 4,16 --repeat 3 --time-budget-s 6 \
-    --system-args "$GOODPUT" > /tmp/tail-mq.txt
-  report mq- logs-mq.tar.xz /tmp/tail-mq.txt
-  goodput_cost_model "$OUT"/sweep-mq-moe-dial-0.7.json
+mq)  # session 30's mq, which that session could not start
+  DEADLINE_S=${DEADLINE_S:-540} exec bash "$REPO/scripts/device/call_s30.sh" mq
   ;;
 fb|fc)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
