@@ -13,6 +13,9 @@ the same scenarios, for the before/after pairs. Scenarios:
 - moe4-r0-table (session 29): the table kept after `mq`'s first 4-request repeat (k = 1 at 1
   request 2.48x a plain step on 6 warm-up samples, 1.75x at 4 on 12); the decision at an
   explore step at 4 running, for position-1 acceptance of 30-69 in 100.
+- level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
+  requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
+  drafting steps at 128 by reason, per seed.
 """
 import argparse
 import random
@@ -52,6 +55,18 @@ def main() -> int:
         loads = [1, 25, 50, 75, 100, 128, 150, 200, 256] + [rng.randint(180, 256) for _ in range(1000)]
         chosen = run_rank(ctl, loads, s28_step_s, accept=0.7)
         print(f"jump-256 seed={seed}: drafting steps {dict(Counter(k for k in chosen[9:] if k > 0))}")
+    for seed in range(3):
+        ctl, reasons = make_ctl(), Counter()
+        decide = ctl.decide
+
+        def counting(bs, decide=decide, reasons=reasons):
+            d = decide(bs)
+            if bs == 128 and d.steps > 0:
+                reasons[f"{d.steps}:{d.reason}"] += 1
+            return d
+        ctl.decide = counting
+        run_rank(ctl, [64] * 1500 + [128] * 6000, s28_step_s, accept=0.7, time_seed=seed)
+        print(f"level-128 seed={seed}: drafting decisions at 128 {dict(sorted(reasons.items()))}")
     for right in (30, 40, 45, 50, 55, 60, 69):
         pol, acc = mq_r0_policy(right)
         d = pol.decide(LoadSnapshot(running=4), acc)
