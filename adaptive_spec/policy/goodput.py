@@ -50,7 +50,8 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
   put k=3 at 128 requests at 62.8 ms; EAGLE-3's same-run throughput bounds it under 52 ms with
   its prefills), and a cell that looks hopeless is never probed again. So a sync keeps only
   the samples near its lower quartile, a sparse cell may be `optimism(samples)` times too
-  slow, and a neighbour of the chosen k is refreshed until it has `trusted_samples`.
+  slow, and a neighbour of the chosen k is refreshed until it has `trusted_samples` (unless
+  the bounds its own samples do not enter, the smaller batch's ratio, rule it out).
 - A k whose expected tokens per step barely exceed 1 (a draft that is always wrong) cannot pay
   for its draft forwards whatever its step time, yet the optimism above let it look as cheap
   as a plain step, so it was refreshed every `refresh_interval` decisions for ever (GPU,
