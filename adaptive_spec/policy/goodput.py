@@ -693,8 +693,9 @@ class GoodputPolicy:
             # one refreshed that loses on the bounds its own samples do not enter
             # (`bounded_goodput`: the smaller batch's ratio): GPU, session 31 (dense, 128
             # requests, --stream-interval 4), k = 1 read 28.3 ms against plain's 6.7 on 16
-            # samples, 14.1 against 5.9 at 64 requests, and was refreshed in 2 of 3 levels,
-            # 7 steps and a full catch-up (70 ms host on average) each, ~4% of a 6.6-s window.
+            # samples, 14.1 against 5.9 at 64 requests, and was refreshed in 2 of 3 levels:
+            # 7 steps at ~22 ms over a plain one and a full catch-up (70 ms of host time on
+            # average) each, ~3% of a 6.6-s window.
             # Beyond the neighbours, any k that could still win: GPU, session 27 (MoE layout,
             # one request, dial 0.7), plain was chosen on 2,943 / 2,359 decisions of two
             # repeats while only k = 1 (4.7 ms a step, losing) was refreshed; the final table
