@@ -13,7 +13,11 @@
 #      server still decoding 48-59 cut-off requests of its 128-request level, at 28-45 ms a
 #      step, inside goodput's level (the turn order rotates, so goodput always followed it); now
 #      each level's leftovers are aborted and waited out before the next level, of any server.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s31.sh mq|fb|fc
+#   fr (~4 min, the session's last device time) the bounded neighbour refresh (`2173378`,
+#      CPU-tested): goodput alone at 128 requests, dense pair, dial 0.7, --stream-interval 4,
+#      3 passes: its decisions (fc refreshed k = 1 in 2 of 3 levels); no plain, so no ratio
+#      and no lossless check.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s31.sh mq|fb|fc|fr
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -35,8 +39,18 @@ fb|fc)
   goodput_cost_model "$OUT"/sweep-$1-dense.json
   python3 -c "import json,sys; [print(r['system'], r['concurrency'], r.get('repeat'), r.get('left_at_cutoff')) for r in json.load(open(sys.argv[1]))['rows']]" "$OUT"/sweep-$1-dense.json
   ;;
+fr)
+  export DEADLINE_S=${DEADLINE_S:-230} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  RUN_FLAGS+=(--start-timeout-s 150 --server-arg "--stream-interval 4")
+  sweep 0 fr-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 adaptive-spec:goodput \
+    --concurrency 128 --repeat 3 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-fr.txt
+  report fr- logs-fr.tar.xz /tmp/tail-fr.txt
+  goodput_cost_model "$OUT"/sweep-fr-dense.json
+  ;;
 *)
-  say "usage: $0 mq|fb|fc"; exit 2
+  say "usage: $0 mq|fb|fc|fr"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"
