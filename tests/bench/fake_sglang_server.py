@@ -59,6 +59,7 @@ class Fake:
         self.t0 = time.time()
         self.running = 0
         self.abort_epoch = 0  # bumped by abort_all: a request started before it stops
+        self.aborted = 0  # requests that stopped that way (FAKE field `fake_aborted` in loads)
         self.steps_hist = {}
         self.decisions = {}  # "<steps>:<reason>" as the real status counts them
         self.step_modes = {}
@@ -83,7 +84,8 @@ class Fake:
     async def loads(self, req):
         return web.json_response({"loads": [{"dp_rank": 0, "num_running_reqs": self.running,
                                              "num_waiting_reqs": 0, "gen_throughput": 1.0,
-                                             "num_used_tokens": 10 * self.running}]})
+                                             "num_used_tokens": 10 * self.running,
+                                             "fake_aborted": self.aborted}]})
 
     async def abort_request(self, req):
         body = await req.json()
@@ -181,6 +183,7 @@ class Fake:
             for i, c in enumerate(chunks):
                 await asyncio.sleep(self.a.fake_delay_s)
                 if self.abort_epoch != epoch:
+                    self.aborted += 1
                     break
                 if gone:  # the client left: decode on, unseen, as SGLang does until it aborts
                     continue

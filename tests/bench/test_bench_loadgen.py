@@ -290,24 +290,26 @@ async def _cut_off_then_end_level(new_tokens, **opts):
             left = await lg.end_level(cl, timeout_s=20.0)
             code, obj = await cl.get_json("/v1/loads")
             after = lg.parse_loads(obj)[0]
-        return res, still, left, after
+            aborted = obj["loads"][0]["fake_aborted"]
+        return res, still, left, after, aborted
     finally:
         await runner.cleanup()
 
 
 def test_end_level_aborts_what_the_cut_off_left_decoding():
     # 200 tokens at 20 ms take 4 s: cut off after ~0.5 s, the fake (like SGLang) decodes on
-    res, still, left, after = run(_cut_off_then_end_level(200))
+    res, still, left, after, aborted = run(_cut_off_then_end_level(200))
     assert res.cut_off == 3 and still == 3      # cut off at the client, still running there
     assert left["running"] == 3 and left["aborted"] is True and left["idle"] is True
-    assert left["settle_s"] < 2.0 and after == 0  # aborted, not waited out (~3.5 s left)
+    assert after == 0 and aborted == 3          # stopped by the abort, not waited out
 
 
 def test_end_level_waits_out_a_server_without_abort():
     # 60 tokens at 20 ms: ~0.7 s of lingering left after the cut-off, waited out
-    res, still, left, after = run(_cut_off_then_end_level(60, fake_no_abort=True))
+    res, still, left, after, aborted = run(_cut_off_then_end_level(60, fake_no_abort=True))
     assert still == 3 and left["running"] == 3
     assert left["aborted"] is False and left["idle"] is True and after == 0
+    assert aborted == 0                          # they ran to their last chunk
 
 
 def test_end_level_on_an_idle_server_returns_at_once():
