@@ -58,6 +58,14 @@ _budgets = _mapping(":", int, float, "N:SECONDS,... (e.g. 128:8,256:10)")  # 128
 _system_steps = _mapping("=", str, int, "NAME=STEPS,... (e.g. adaptive-spec:goodput=7)")
 
 
+def _cpu_list(s: str) -> List[int]:
+    from .cpu_pin import parse_cpus
+    try:
+        return parse_cpus(s)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).split(": ", 1)[-1])
+
+
 def _floats(s: str) -> List[float]:
     try:
         v = [float(x) for x in s.replace(" ", "").split(",") if x]
@@ -170,6 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--min-start-s", type=float, default=150.0,
                    help="with --deadline-s: launch nothing when the deadline leaves the servers "
                         "less than this to start (cold H200 servers need more than 106 s)")
+    g.add_argument("--pin-scheduler-cpus", type=_cpu_list, default=[], metavar="CPUS",
+                   help="e.g. 3,4: while measured, every server's scheduler runs on these CPUs "
+                        "(its main thread on the first) and the front-end, detokenizer and load "
+                        "generator on the others, so no system gets a slower CPU than another")
     g.add_argument("--order", choices=["level", "system"], default="level",
                    help="parallel: every system at a level before the next level, or system by system")
     g.add_argument("--python", default=None, help="interpreter for servers (default: this one)")
@@ -269,7 +281,8 @@ def _config_from(a: argparse.Namespace, argv: List[str]):
         builtin_adaptive_config=a.builtin_adaptive_config,
         mem_fraction_static=a.mem_fraction_static, max_total_tokens=a.max_total_tokens,
         start_mode=a.start_mode, start_stagger_s=a.start_stagger_s,
-        start_timeout_s=a.start_timeout_s, min_start_s=a.min_start_s, order=a.order, repeat=a.repeat,
+        start_timeout_s=a.start_timeout_s, min_start_s=a.min_start_s,
+        pin_scheduler_cpus=a.pin_scheduler_cpus, order=a.order, repeat=a.repeat,
         time_budget_s=a.time_budget_s,
         time_budget_from=a.time_budget_from,
         drain_s=a.drain_s, requests_per_level=a.requests_per_level,

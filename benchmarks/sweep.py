@@ -34,6 +34,7 @@ from . import loadgen as lg
 from . import stats as st
 from .loadgen import BenchError, RunError
 from .code_digest import run_digest
+from .cpu_pin import SchedulerPin
 from .cpu_usage import CorePlacement, CpuMeter, LoopLag, server_pid
 from .servers import (SGLANG_LAUNCHER, OURS_LAUNCHER, ServerDied, ServerGroup, ServerProcess,
                       build_command, builtin_adaptive_steps, child_env, cuda_graph_bs,
@@ -91,6 +92,8 @@ class SweepConfig:
     # session 26: 106 s were too few for two cold servers, and the call's 156 device seconds
     # bought nothing)
     min_start_s: float = 0.0
+    # CPUs every server's scheduler runs on while measured (cpu_pin.py); empty: the OS decides
+    pin_scheduler_cpus: List[int] = field(default_factory=list)
     order: str = "level"                      # level|system (parallel mode)
     repeat: int = 1                           # closed/open levels: each measured this many times in a row
     time_budget_s: float = 6.0
@@ -277,6 +280,7 @@ class Sweep:
         self.common: List[str] = []
         self.user: List[str] = []
         self.log_dir: Optional[Path] = None
+        self.pin = SchedulerPin(cfg.pin_scheduler_cpus) if cfg.pin_scheduler_cpus else None
 
     # -- checks -------------------------------------------------------------------------
     def _validate(self):
@@ -741,6 +745,7 @@ class Sweep:
                 self.notes.append(f"{name}: server not idle 30 s before level {kind} {val}")
             poller = lg.Poller(cl, c.sample_interval_s)
             poller.start()
+            pin = self.pin.pin(server_pid(sp)) if self.pin else {}
             meter, lag, place = CpuMeter(server_pid(sp)), LoopLag(), CorePlacement(server_pid(sp))
             meter.start()
             lag.start()
@@ -807,6 +812,7 @@ class Sweep:
             row["cpu_util"] = cpu
             row.update(lags)
             row.update(placement)  # where the scheduler ran and that CPU's clock
+            row.update(pin)  # where it was told to run (--pin-scheduler-cpus)
             if c.repeat > 1:  # the k-th measurement of this system at this level (pairs with plain's k-th)
                 row["repeat"] = sum(1 for r in self.rows if r["system"] == name
                                     and st.level_key(r)[:3] == st.level_key(row)[:3])

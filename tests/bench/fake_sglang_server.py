@@ -7,7 +7,9 @@ Speaks just enough of SGLang 0.5.16's native API: ``GET /health``, ``POST /gener
 ``POST /abort_request`` (``abort_all`` only) and, with ``--fake-status``,
 ``GET /adaptive_spec/status`` and ``GET /metrics``. With ``--fake-linger`` a streamed request
 whose client went away keeps running to its last chunk unless aborted, as SGLang's does until
-its abort task fires.
+its abort task fires. With ``--fake-scheduler-child`` it starts a child process titled as
+SGLang titles its scheduler (``sglang::scheduler_TP0``), which wakes every 10 ms, so the sweep's
+scheduler pin and placement have one to find.
 
 Output: the last prompt token repeated (like the synthetic "repeat" target), or with
 ``--fake-lossy`` that token + 1 from the 3rd token on.  Speculative (``--speculative-algorithm``
@@ -49,6 +51,7 @@ def parse(argv=None):
     p.add_argument("--fake-http-error", type=int, default=None)
     p.add_argument("--fake-linger", action="store_true")
     p.add_argument("--fake-no-abort", action="store_true")  # an /abort_request-less server
+    p.add_argument("--fake-scheduler-child", action="store_true")
     a, _unknown = p.parse_known_args(argv)
     return a
 
@@ -243,8 +246,21 @@ async def start_in_loop(**opts):
     return runner, f"http://127.0.0.1:{port}"
 
 
+SCHEDULER_CHILD = r"""
+import os, sys, time
+import setproctitle
+setproctitle.setproctitle("sglang::scheduler_TP0")
+parent, end = int(sys.argv[1]), time.time() + 600
+while time.time() < end and os.getppid() == parent:  # bounded; gone with the server
+    time.sleep(0.01)
+"""
+
+
 def main(argv=None):
     a = parse(argv)
+    if a.fake_scheduler_child:
+        import subprocess
+        subprocess.Popen([sys.executable, "-c", SCHEDULER_CHILD, str(os.getpid())])
     if a.host not in ("127.0.0.1", "localhost"):
         print("fake server: loopback only", file=sys.stderr)
         return 2

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Session 32. One H200 each. Every server's scheduler is CPU-bound at 128-256 requests (1.00 of
+# a core in every row of sessions 28-31) and each server's sat on a vCPU of its own for a whole
+# run (plain on 6-8 and goodput on 15 in every repeat of fb): a slower vCPU biases all of a
+# run's pairs alike. Each mode first times every vCPU (core_speed.py, before and after), then
+# pins every server's scheduler to the same two vCPUs, the fastest two of the probe
+# (`--pin-scheduler-cpus`, benchmarks/cpu_pin.py).
+#   pa (~9 min) issue 5 at 128 / 256: plain and goodput alone (no built-in server to leave work
+#      behind, eagle3 under plain there in every run since session 26), dense 8B pair, dial
+#      0.7, --stream-interval 4, 8 passes: goodput / plain with the scheduler pinned.
+#   pc (~7 min) issue 5's crossover band (not measured since session 26): plain, eagle3 and
+#      goodput at 32 / 64, the same pair and pin, 4 passes.
+#   pm (~7 min) issue 10 at 16: the MoE layout, dial 0.7, plain, eagle3 and goodput at 4 / 16,
+#      pinned, empty caches, 3 passes.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s32.sh pa|pc|pm
+source scripts/device/common.sh
+
+say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
+
+# core_speed.py into $OUT/core-speed-$1.json; prints the fastest two vCPUs as "A,B"
+core_probe() {
+  python3 "$REPO/scripts/device/core_speed.py" --rounds 3 --ms 150 --out "$OUT/core-speed-$1.json" >&2
+  python3 - "$OUT/core-speed-$1.json" <<'PY'
+import json, sys
+cpus = json.load(open(sys.argv[1]))["cpus"]
+fast = sorted(cpus, key=lambda c: -cpus[c]["vs_fastest"])
+print(",".join(fast[:2]))
+PY
+}
+
+case "${1:-}" in
+pa|pc)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
+    ADAPTIVE_SPEC_PHASE_WINDOW_S=1
+  PIN=$(core_probe $1-before); say "pinning schedulers to vCPUs $PIN"
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  RUN_FLAGS+=(--start-timeout-s 200 --server-arg "--stream-interval 4" --pin-scheduler-cpus "$PIN")
+  if [ "$1" = pa ]; then
+    sweep 0 pa-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,adaptive-spec:goodput \
+      --concurrency 128,256 --repeat 8 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-pa.txt
+  else
+    sweep 0 pc-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,eagle3,adaptive-spec:goodput \
+      --concurrency 32,64 --repeat 4 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-pc.txt
+  fi
+  report $1- logs-$1.tar.xz /tmp/tail-$1.txt
+  phases /tmp/logs-$1-dense --bands 160-256,96-159,48-95,24-47 | tail -12
+  goodput_cost_model "$OUT"/sweep-$1-dense.json
+  core_probe $1-after > /dev/null
+  ;;
+pm)
+  export DEADLINE_S=${DEADLINE_S:-540} ADAPTIVE_SPEC_WARM_SAMPLING=0
+  export TRITON_CACHE_DIR=/tmp/jit-mq/triton TVM_FFI_CACHE_DIR=/tmp/jit-mq/tvm-ffi
+  rm -rf /tmp/jit-mq; mkdir -p "$TRITON_CACHE_DIR" "$TVM_FFI_CACHE_DIR"
+  PIN=$(core_probe pm-before); say "pinning schedulers to vCPUs $PIN"
+  build_pair /tmp/moe-16 dial:0.7 --preset qwen3-moe --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  RUN_FLAGS+=(--start-timeout-s 360 --pin-scheduler-cpus "$PIN")
+  sweep 0 pm-moe-dial-0.7 /tmp/moe-16/target /tmp/moe-16/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput --concurrency 4,16 --repeat 3 --time-budget-s 6 \
+    --system-args "$GOODPUT" > /tmp/tail-pm.txt
+  report pm- logs-pm.tar.xz /tmp/tail-pm.txt
+  goodput_cost_model "$OUT"/sweep-pm-moe-dial-0.7.json
+  core_probe pm-after > /dev/null
+  ;;
+*)
+  say "usage: $0 pa|pc|pm"; exit 2
+  ;;
+esac
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$1"
