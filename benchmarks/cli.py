@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="after measuring these closed levels, run each system's load again "
                         "(unmeasured) with a torch profile inside; its summary goes into the "
                         "row (GPU busy vs span, the scheduler thread's runtime calls and "
-                        "Python time); traces in --log-dir")
+                        "Python time; with --repeat, of the first repeat); traces in --log-dir")
     g.add_argument("--profile-steps", type=int, default=40, help="forward steps per profile")
     g.add_argument("--sample-interval-s", type=float, default=0.5)
     g.add_argument("--no-plot", action="store_true")

@@ -281,6 +281,7 @@ class Sweep:
         self.user: List[str] = []
         self.log_dir: Optional[Path] = None
         self.pin = SchedulerPin(cfg.pin_scheduler_cpus) if cfg.pin_scheduler_cpus else None
+        self._profiled: set = set()  # (system, N) whose level was profiled (--profile-at)
 
     # -- checks -------------------------------------------------------------------------
     def _validate(self):
@@ -654,12 +655,20 @@ class Sweep:
         keys = [k for k in c.time_budget_from if k <= n]
         return c.time_budget_from[max(keys)] if keys else c.time_budget_s
 
-    def level_cost_s(self, level: tuple) -> float:
+    def _profiles(self, name: Optional[str], level: tuple) -> bool:
+        """Whether `name`'s next measurement of this level is profiled: the first of its
+        repeats only (each profile costs ~40 s of the sweep's time; one per system answers
+        where its time goes)."""
+        kind, val = level
+        return (kind == "closed" and int(val) in self.cfg.profile_at
+                and (name, int(val)) not in self._profiled)
+
+    def level_cost_s(self, level: tuple, name: Optional[str] = None) -> float:
         kind, _ = level
         c = self.cfg
         if kind in ("closed", "open"):
             extra = 0.0
-            if kind == "closed" and int(level[1]) in c.profile_at:
+            if self._profiles(name, level):
                 from .level_profile import LOAD_S
                 extra = LOAD_S + c.drain_s + 30.0  # the profiled run and writing its trace
             return self.level_budget_s(level) + c.drain_s + 2.0 + extra
@@ -819,7 +828,8 @@ class Sweep:
             err = st.first_error(recs)
             if err:
                 row["first_error"] = err[:200]
-            if kind == "closed" and int(val) in c.profile_at:
+            if self._profiles(name, level):
+                self._profiled.add((name, int(val)))
                 row["profile"] = await self._profile(sp, int(val))
             self.rows.append(row)
         else:
@@ -1056,7 +1066,7 @@ class Sweep:
     async def _one(self, sp: ServerProcess, lv: tuple) -> None:
         kind, val = lv
         label = f"{sp.name} {kind}={val}" if val is not None else f"{sp.name} {kind}"
-        if self.time_left() < self.level_cost_s(lv):
+        if self.time_left() < self.level_cost_s(lv, sp.name):
             self.skipped.append(f"{label} (deadline)")
             self.prog.step(f"{label}: skipped (deadline)")
             return

@@ -8,11 +8,16 @@
 #   pa (~9 min) issue 5 at 128 / 256: plain and goodput alone (no built-in server to leave work
 #      behind, eagle3 under plain there in every run since session 26), dense 8B pair, dial
 #      0.7, --stream-interval 4, 8 passes: goodput / plain with the scheduler pinned.
+#   pp (~8 min) pa's finding at 128: goodput's off steps cost 16.09 ms a step against plain's
+#      14.94 at 96-159 running (0.922x over 8 pairs, every steady decision plain in 7 of them),
+#      equal at 160-256. Plain, forced off and goodput at 128, the same pair and pin, 4
+#      passes, and a torch profile of each under the same load after its first pass
+#      (`--profile-at 128`, 40 steps): GPU time per step against host time.
 #   pc (~7 min) issue 5's crossover band (not measured since session 26): plain, eagle3 and
 #      goodput at 32 / 64, the same pair and pin, 4 passes.
 #   pm (~7 min) issue 10 at 16: the MoE layout, dial 0.7, plain, eagle3 and goodput at 4 / 16,
 #      pinned, empty caches, 3 passes.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s32.sh pa|pc|pm
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s32.sh pa|pp|pc|pm
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -30,7 +35,7 @@ PY
 }
 
 case "${1:-}" in
-pa|pc)
+pa|pc|pp)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
     ADAPTIVE_SPEC_PHASE_WINDOW_S=1
   PIN=$(core_probe $1-before); say "pinning schedulers to vCPUs $PIN"
@@ -40,6 +45,12 @@ pa|pc)
   if [ "$1" = pa ]; then
     sweep 0 pa-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,adaptive-spec:goodput \
       --concurrency 128,256 --repeat 8 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-pa.txt
+  elif [ "$1" = pp ]; then
+    sweep 0 pp-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+      plain,adaptive-spec:forced-off,adaptive-spec:goodput --concurrency 128 --repeat 4 \
+      --time-budget-s 6 --profile-at 128 --profile-steps 40 \
+      --system-args "$GOODPUT" --system-args "adaptive-spec:forced-off=--adaptive-spec-force off" > /tmp/tail-pp.txt
+    python3 -c "import json,sys; [print(r['system'], r['concurrency'], r.get('repeat'), json.dumps(r.get('profile'))[:3000]) for r in json.load(open(sys.argv[1]))['rows'] if r.get('profile')]" "$OUT"/sweep-pp-dense.json
   else
     sweep 0 pc-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,eagle3,adaptive-spec:goodput \
       --concurrency 32,64 --repeat 4 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-pc.txt
@@ -65,7 +76,7 @@ pm)
   core_probe pm-after > /dev/null
   ;;
 *)
-  say "usage: $0 pa|pc|pm"; exit 2
+  say "usage: $0 pa|pp|pc|pm"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"

@@ -162,17 +162,19 @@ def test_profile_at_puts_a_trace_summary_into_that_levels_rows(tmp_path, model_d
         out = tmp_path / "2026-11-29-prof.json"
         rc = cli.main(["sweep", "--systems", "plain", "--attach", f"plain={a.url}",
                        "--concurrency", "2,4", "--profile-at", "4", "--profile-steps", "5",
+                       "--repeat", "2",
                        "--new-tokens", "8", "--log-dir", str(tmp_path / "logs"),
                        "--out", str(out), "--no-plot", "--no-warmup", *FAST])
         assert rc == 0
         res = json.loads(out.read_text())
         assert schema.validate_obj(res) == []
-        rows = {r["concurrency"]: r for r in res["rows"]}
-        assert "profile" not in rows[2]
-        prof = rows[4]["profile"]
+        rows = {(r["concurrency"], r["repeat"]): r for r in res["rows"]}
+        assert "profile" not in rows[(2, 0)] and "profile" not in rows[(2, 1)]
+        assert "profile" not in rows[(4, 1)]  # the first repeat's profile answers; later ones cost ~40 s each
+        prof = rows[(4, 0)]["profile"]
         assert prof["gpu_busy_ms"] == 0.04 and prof["host_thread"] == "1/1", prof
         assert prof["steps"] == 5 and (tmp_path / "logs" / "profile-plain-c4").is_dir()
-        assert rows[4]["output_tok_s"] > 0  # measured before, not during, the profiled run
+        assert rows[(4, 0)]["output_tok_s"] > 0  # measured before, not during, the profiled run
     finally:
         a.stop(5)
 
