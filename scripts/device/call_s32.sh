@@ -13,11 +13,16 @@
 #      equal at 160-256. Plain, forced off and goodput at 128, the same pair and pin, 4
 #      passes, and a torch profile of each under the same load after its first pass
 #      (`--profile-at 128`, 40 steps): GPU time per step against host time.
+#   ps (~5 min) where pp's deficit sits, function by function: forced off made 0.954x of plain at
+#      128 (4 pairs, every step plain), its steps 13.14 ms against plain's 12.19 with 0.387
+#      prefills a step against 0.350; the profile put both servers' GPU at 35% busy (host-bound)
+#      with equal GPU work. Plain and forced off at 128 with the stack sampler
+#      (ADAPTIVE_SPEC_STACK_SAMPLER=1, 1-s windows), the same pair and pin, 3 passes.
 #   pc (~7 min) issue 5's crossover band (not measured since session 26): plain, eagle3 and
 #      goodput at 32 / 64, the same pair and pin, 4 passes.
 #   pm (~7 min) issue 10 at 16: the MoE layout, dial 0.7, plain, eagle3 and goodput at 4 / 16,
 #      pinned, empty caches, 3 passes.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s32.sh pa|pp|pc|pm
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s32.sh pa|pp|ps|pc|pm
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -35,9 +40,10 @@ PY
 }
 
 case "${1:-}" in
-pa|pc|pp)
+pa|pc|pp|ps)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
     ADAPTIVE_SPEC_PHASE_WINDOW_S=1
+  if [ "$1" = ps ]; then export ADAPTIVE_SPEC_STACK_SAMPLER=1; fi
   PIN=$(core_probe $1-before); say "pinning schedulers to vCPUs $PIN"
   build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
   say "model built"
@@ -45,6 +51,11 @@ pa|pc|pp)
   if [ "$1" = pa ]; then
     sweep 0 pa-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,adaptive-spec:goodput \
       --concurrency 128,256 --repeat 8 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-pa.txt
+  elif [ "$1" = ps ]; then
+    sweep 0 ps-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,adaptive-spec:forced-off \
+      --concurrency 128 --repeat 3 --time-budget-s 6 \
+      --system-args "adaptive-spec:forced-off=--adaptive-spec-force off" > /tmp/tail-ps.txt
+    stacks /tmp/logs-ps-dense 110 | head -40
   elif [ "$1" = pp ]; then
     sweep 0 pp-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
       plain,adaptive-spec:forced-off,adaptive-spec:goodput --concurrency 128 --repeat 4 \
@@ -76,7 +87,7 @@ pm)
   core_probe pm-after > /dev/null
   ;;
 *)
-  say "usage: $0 pa|pp|pc|pm"; exit 2
+  say "usage: $0 pa|pp|ps|pc|pm"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"
