@@ -132,7 +132,8 @@ def test_a_pinned_sweep_runs_every_systems_scheduler_on_the_listed_cpu(tmp_path,
                        "--systems", "plain,adaptive-spec:threshold", "--concurrency", "2",
                        "--new-tokens", "8", "--prompt-len", "8", "--out", str(out),
                        "--log-dir", str(tmp_path / "logs"), "--no-plot",
-                       "--server-arg=--fake-scheduler-child",
+                       "--server-arg=--fake-scheduler-child", "--server-arg=--fake-delay-s=0.01",
+                       "--requests-per-level", "100",
                        "--pin-scheduler-cpus", str(listed), *FAST])
     finally:
         for tid, cpus in mine.items():
@@ -143,6 +144,8 @@ def test_a_pinned_sweep_runs_every_systems_scheduler_on_the_listed_cpu(tmp_path,
     assert rc == 0 and schema.validate_file(out) == []
     rows = json.loads(out.read_text())["rows"]
     assert [r["system"] for r in rows] == ["plain", "adaptive-spec:threshold"]
-    for r in rows:  # told, and seen there through the level
+    for r in rows:  # told, and seen there through the level: a sleeping process moves when it
+        # next wakes, so the placement's first sample, taken right after the pin, may read the old CPU
         assert r["scheduler_pin"]["main"] == [listed] and r["scheduler_pin"]["threads"] >= 1
-        assert set(r["scheduler_cpus"]) == {str(listed)}
+        seen = r["scheduler_cpus"]
+        assert sum(seen.values()) >= 3 and seen.get(str(listed), 0) >= sum(seen.values()) - 1, seen
