@@ -1,9 +1,13 @@
 """Function-by-function comparison from the stack sampler's log lines
 (ADAPTIVE_SPEC_STACK_SAMPLER=1, see adaptive_spec/sglang_plugin/stack_sampler.py): for each
-server, the window whose mean batch is nearest --near, inclusive wall ms per decode step per
+server, the window whose mean batch is nearest --near (or, with --band LO-HI, every window whose
+mean batch lies in [LO, HI), pooled by decode steps), inclusive wall ms per decode step per
 function, sorted by how much more a server spends than the reference (plain).
 
-  python -m adaptive_spec.bench.stack_summary [--near 64] [--vs plain] [--top 30] [--json OUT] server-*.log
+  python -m adaptive_spec.bench.stack_summary [--near 64 | --band 96-160] [--vs plain] [--top 30] [--json OUT] server-*.log
+
+--band is for 1-s windows (ADAPTIVE_SPEC_PHASE_WINDOW_S=1): one such window holds 20-100 decode
+steps, too few for a function that runs once in a while (a prefill, a Triton compile).
 """
 from __future__ import annotations
 
@@ -46,6 +50,31 @@ def nearest(logs: List[Path], near: float) -> Dict[str, dict]:
     return out
 
 
+def pooled(ws: List[dict]) -> dict:
+    """One window from several: each function's ms per decode step weighted by the windows'
+    decode steps (a function missing from a window's top list counts 0 there)."""
+    n = sum(w["decode_steps"] for w in ws)
+    out = {"decode_steps": n, "windows": len(ws),
+           "mean_running": sum(w["mean_running"] * w["decode_steps"] for w in ws) / max(1, n)}
+    for kind in ("incl", "self"):
+        acc: Dict[str, float] = {}
+        for w in ws:
+            for f, v in w[kind].items():
+                acc[f] = acc.get(f, 0.0) + v * w["decode_steps"]
+        out[kind] = {f: v / max(1, n) for f, v in acc.items()}
+    return out
+
+
+def in_band(logs: List[Path], lo: float, hi: float) -> Dict[str, dict]:
+    """server -> its windows with lo <= mean running < hi, pooled (servers without any left out)."""
+    out = {}
+    for p in logs:
+        ws = [w for w in windows(p) if lo <= w["mean_running"] < hi]
+        if ws:
+            out[server_name(p)] = pooled(ws)
+    return out
+
+
 def table(chosen: Dict[str, dict], reference: str, top: int, kind: str = "incl") -> str:
     """Functions as rows, servers as columns (ms per decode step); rows sorted by the largest
     excess of any server over the reference (a function missing from a window's top list
@@ -69,6 +98,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+", type=Path)
     ap.add_argument("--near", type=float, default=64.0, help="mean running requests of the windows compared")
+    ap.add_argument("--band", default=None, metavar="LO-HI",
+                    help="pool every window whose mean running requests lie in [LO, HI) instead")
     ap.add_argument("--vs", default="plain", metavar="SERVER", help="the reference server (default plain)")
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--json", type=Path, help="also write every window as JSON")
@@ -77,8 +108,18 @@ def main(argv=None) -> int:
     if missing:
         print(f"error: no such log: {', '.join(missing)}", file=sys.stderr)
         return 2
-    chosen = nearest(a.logs, a.near)
-    print(f"inclusive ms per decode step, windows nearest {a.near:g} running requests:")
+    if a.band:
+        try:
+            lo, hi = (float(x) for x in a.band.split("-"))
+        except ValueError:
+            print(f"error: --band: expected LO-HI (e.g. 96-160), got {a.band!r}", file=sys.stderr)
+            return 2
+        chosen = in_band(a.logs, lo, hi)
+        counts = ", ".join(f"{n}: {w['windows']} windows, {w['decode_steps']} steps" for n, w in chosen.items())
+        print(f"inclusive ms per decode step, windows at {lo:g}-{hi:g} running requests pooled ({counts}):")
+    else:
+        chosen = nearest(a.logs, a.near)
+        print(f"inclusive ms per decode step, windows nearest {a.near:g} running requests:")
     print(table(chosen, a.vs, a.top))
     print()
     print("self ms per decode step (innermost frame):")

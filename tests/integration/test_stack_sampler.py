@@ -115,3 +115,29 @@ def test_the_summary_ranks_functions_by_excess_over_plain(tmp_path, capsys):
     assert first[0] in ("sglang/srt/spec.py:spec", "sglang/srt/stub.py:stub")  # 0 in plain, >0 in ours
     assert float(first[1]) == 0.0 and float(first[2]) > 0
     assert ss.main([str(tmp_path / "nope.log")]) == 2
+
+
+def test_a_band_pools_the_windows_in_it_by_their_decode_steps(tmp_path, capsys):
+    """--band: 1-s windows hold too few steps for a function that runs now and then (a prefill);
+    the windows whose mean batch lies in the band are pooled, weighted by their decode steps."""
+    def window(stacks, steps, running):
+        t = iter(0.002 * i for i in range(1000))
+        sampler = sts.StackSampler(clock=lambda: next(t))
+        for s in stacks:
+            sampler.add_stack(s)
+        return "[x] " + sampler.window_line(0, steps, running) + "\n"
+
+    plain = tmp_path / "server-plain.log"
+    plain.write_text(window([fake_stack("decode", "run_batch")] * 50, 10, 120.0))
+    ours = tmp_path / "server-ours.log"
+    ours.write_text(window([fake_stack("decode", "run_batch")] * 50, 10, 110.0)            # no prefill
+                    + window([fake_stack("prefill", "run_batch")] * 50, 30, 130.0)        # 3x the steps
+                    + window([fake_stack("prefill", "run_batch")] * 50, 10, 20.0))        # outside the band
+    one = {w["mean_running"]: w for w in ss.windows(ours)}
+    assert ss.main([str(plain), str(ours), "--band", "96-160"]) == 0
+    out = capsys.readouterr().out
+    assert "ours: 2 windows, 40 steps" in out and "plain: 1 windows, 10 steps" in out
+    pooled = ss.in_band([plain, ours], 96, 160)["ours"]
+    prefill = "sglang/srt/prefill.py:prefill"
+    assert pooled["incl"][prefill] == pytest.approx(one[130.0]["incl"][prefill] * 30 / 40)
+    assert ss.main([str(plain), "--band", "96"]) == 2
