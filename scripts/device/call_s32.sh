@@ -28,10 +28,11 @@ source scripts/device/common.sh
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
 
-# core_speed.py into $OUT/core-speed-$1.json; prints the fastest two vCPUs as "A,B"
+# core_speed.py's table into the run's log, its JSON to /tmp (not a result schema: the run log
+# is what gets committed); prints the fastest two vCPUs as "A,B"
 core_probe() {
-  python3 "$REPO/scripts/device/core_speed.py" --rounds 3 --ms 150 --out "$OUT/core-speed-$1.json" >&2
-  python3 - "$OUT/core-speed-$1.json" <<'PY'
+  python3 "$REPO/scripts/device/core_speed.py" --rounds 3 --ms 150 --out "/tmp/core-speed-$1.json" >&2
+  python3 - "/tmp/core-speed-$1.json" <<'PY'
 import json, sys
 cpus = json.load(open(sys.argv[1]))["cpus"]
 fast = sorted(cpus, key=lambda c: -cpus[c]["vs_fastest"])
