@@ -1,6 +1,5 @@
-"""The sweep's scheduler pin against real processes: a server-like tree whose child is titled as
-SGLang titles its scheduler, spins on its main thread and runs a second thread, as SGLang's
-scheduler runs ZMQ's and torch's."""
+"""The sweep's scheduler pin against real processes: test_cpu_usage's server-like tree, whose
+child is titled as SGLang titles its scheduler, spins on its main thread and runs a second one."""
 import asyncio
 import json
 import os
@@ -13,22 +12,8 @@ import pytest
 
 from benchmarks.cpu_pin import SchedulerPin, parse_cpus
 from benchmarks.cpu_usage import CorePlacement
+from test_cpu_usage import TREE  # a scheduler-titled child with two threads
 
-TREE = r"""
-import multiprocessing as mp, threading, time
-def spin(seconds):
-    import setproctitle
-    setproctitle.setproctitle("sglang::scheduler_TP0")
-    threading.Thread(target=time.sleep, args=(seconds,), daemon=True).start()
-    end = time.time() + seconds
-    while time.time() < end:
-        pass
-if __name__ == "__main__":
-    p = mp.get_context("fork").Process(target=spin, args=(20.0,))
-    p.start()
-    print("ready", flush=True)
-    p.join(30)
-"""
 
 needs_two = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
 

@@ -10,12 +10,14 @@ import pytest
 
 from benchmarks.cpu_usage import CorePlacement, CpuMeter, LoopLag
 
-# main process: idle; its child: titled like SGLang's scheduler, spinning for a bounded time
+# main process: idle; its child: titled like SGLang's scheduler, spinning for a bounded time on
+# its main thread beside a second, sleeping thread (as SGLang's scheduler runs ZMQ's and torch's)
 TREE = r"""
-import multiprocessing as mp, time
+import multiprocessing as mp, threading, time
 def spin(seconds):
     import setproctitle
     setproctitle.setproctitle("sglang::scheduler_TP0")
+    threading.Thread(target=time.sleep, args=(seconds,), daemon=True).start()
     end = time.time() + seconds
     while time.time() < end:
         pass
