@@ -1,7 +1,8 @@
 """Pin the server under measurement to the same CPUs in every level (`--pin-scheduler-cpus`).
 
-Why: at 128-256 requests every server's scheduler is CPU-bound (1.00 of a core in every row of
-sessions 28-31), so its throughput is the speed of the CPU it runs on. On the GPU machine (a
+Why: at 128-256 requests the servers are host-bound (session 32's torch profiles at 128: the
+GPU busy 35% of the span, the scheduler thread at 1.00 of a core in every row since session
+28), so a server's throughput is the speed of the CPU its scheduler runs on. On the GPU machine (a
 Firecracker VM, 16 vCPUs) each server's scheduler stayed on one vCPU of its own for the whole
 run (the rows' `scheduler_cpus`: in one run plain on vCPUs 6-8 in every repeat, goodput on 15),
 and a vCPU the host runs slower biases every repeat of that server alike: paired repeats do not
