@@ -7,7 +7,11 @@ server log, wall ms per decode step by phase, so plain and ours line up level by
 `--bands LO-HI,...` adds one pooled row per server and band of mean running requests, over the
 windows where the server did not draft (`drafting_steps=0`; short windows come from
 ADAPTIVE_SPEC_PHASE_WINDOW_S): the steady middle of a level, where ours runs plain, against
-plain's, without the ramp-up and drain in which ours drafts on purpose.
+plain's, without the ramp-up and drain in which ours drafts on purpose. `--fit` (with --bands)
+splits the same windows' time into a cost per decode step and a cost per prefill, by least
+squares over the windows (wall ms = a x decode steps + b x prefills; the same for the target's
+forward call), because a server can have dearer steps or just more prefills per step (session
+32: at 128 requests ours ran 0.29-0.39 prefills a decode step, eager, 22-29 ms of host time each).
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 LINE = re.compile(r"adaptive_spec phases rank=(\d+) window_s=([\d.]+) decode_steps=(\d+) prefills=(\d+) "
                   r"mean_running=([\d.]+) ms_per_decode_step=(\{.*?\}) calls_per_decode_step=(\{.*?\})"
@@ -128,6 +132,38 @@ def pooled(logs: List[Path], bands: List[tuple]) -> str:
     return _aligned(rows) if len(rows) > 1 else "(no window without drafting in any band)"
 
 
+def _two_term_fit(xs: List[tuple], ys: List[float]) -> Optional[tuple]:
+    """Least squares y = a * x1 + b * x2 (no intercept); None when the windows cannot tell the
+    two apart (too few, or prefills a fixed share of the steps in all of them)."""
+    s11 = sum(x1 * x1 for x1, _ in xs)
+    s22 = sum(x2 * x2 for _, x2 in xs)
+    s12 = sum(x1 * x2 for x1, x2 in xs)
+    t1 = sum(x1 * y for (x1, _), y in zip(xs, ys))
+    t2 = sum(x2 * y for (_, x2), y in zip(xs, ys))
+    det = s11 * s22 - s12 * s12
+    if len(xs) < 3 or det <= 1e-9 * max(1.0, s11 * s22):
+        return None
+    return (t1 * s22 - t2 * s12) / det, (t2 * s11 - t1 * s12) / det
+
+
+def fitted(logs: List[Path], bands: List[tuple]) -> str:
+    """Per server and band, over its windows without drafting: ms a decode step and ms a prefill
+    (wall, and inside the target's forward call), fitted over the windows."""
+    rows = [["server", "band", "windows", "wall/step", "wall/prefill", "target/step", "target/prefill"]]
+    for p in logs:
+        ws = [w for w in windows(p) if w["rank"] == 0 and w["drafting_steps"] == 0]
+        for lo, hi in bands:
+            sel = [w for w in ws if lo <= w["mean_running"] <= hi and w["decode_steps"] > 0]
+            xs = [(w["decode_steps"], w["prefills"]) for w in sel]
+            wall = _two_term_fit(xs, [1000 * w["window_s"] for w in sel])
+            target = _two_term_fit(xs, [w["ms"].get("target_forward", 0) * w["decode_steps"] for w in sel])
+            if wall is None:
+                continue
+            cells = [f"{v:.2f}" for v in wall] + ([f"{v:.2f}" for v in target] if target else ["-", "-"])
+            rows.append([server_name(p), f"{lo:g}-{hi:g}", str(len(sel))] + cells)
+    return _aligned(rows) if len(rows) > 1 else "(too few windows without drafting to fit in any band)"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+", type=Path)
@@ -136,6 +172,8 @@ def main(argv=None) -> int:
                     help="also print each other server minus this one, level by level (default plain)")
     ap.add_argument("--bands", help="pooled rows over the windows without drafting, per band of "
                     "mean running requests: LO-HI[,LO-HI...]")
+    ap.add_argument("--fit", action="store_true",
+                    help="with --bands: also each band's ms a decode step and ms a prefill, fitted")
     a = ap.parse_args(argv)
     try:
         bands = parse_bands(a.bands) if a.bands else []
@@ -152,6 +190,9 @@ def main(argv=None) -> int:
     if bands:
         print()
         print(pooled(a.logs, bands))
+        if a.fit:
+            print()
+            print(fitted(a.logs, bands))
     if a.json:
         a.json.write_text(json.dumps({server_name(p): windows(p) for p in a.logs}, indent=1))
     return 0

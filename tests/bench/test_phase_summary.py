@@ -103,3 +103,28 @@ def test_the_admission_queue_and_ratio_reach_the_tables(tmp_path):
     assert first[-2:] == ["20.0", "0.500"] and second[-2:] == ["-", "-"]
     head, row = (ln.split() for ln in ps.pooled([log], ps.parse_bands("160-256")).splitlines())
     assert row[-1] == "20.0"  # steps-weighted over the windows that have the field
+
+
+def _fit_line(steps, prefills, per_step_ms, per_prefill_ms, running=128):
+    """A phase-clock line as the clocks write it, whose wall time and target forward are
+    `per_step_ms` a decode step plus `per_prefill_ms` a prefill."""
+    wall_ms = per_step_ms * steps + per_prefill_ms * prefills
+    target = (0.2 * per_step_ms * steps + 0.9 * per_prefill_ms * prefills) / steps
+    return (f"[x] adaptive_spec phases rank=0 window_s={wall_ms / 1000:.6f} decode_steps={steps} "
+            f"prefills={prefills} mean_running={running} ms_per_decode_step={{\"target_forward\": {target:.6f}}} "
+            f"calls_per_decode_step={{}} drafting_steps=0\n")
+
+
+def test_the_fit_splits_a_window_into_decode_steps_and_prefills(tmp_path, capsys):
+    """Session 32: forced off's steps at 128 read 8% dearer than plain's with 10% more prefills a
+    step; the fit tells dearer prefills from more of them."""
+    log = tmp_path / "server-plain.log"
+    log.write_text("".join(_fit_line(s, p, 7.5, 24.0) for s, p in [(40, 10), (60, 12), (50, 20), (30, 3)]))
+    assert ps.main([str(log), "--bands", "96-160", "--fit"]) == 0
+    head, row = capsys.readouterr().out.strip().splitlines()[-2:]
+    cols = dict(zip(head.split(), row.split()))
+    assert cols["windows"] == "4" and cols["wall/step"] == "7.50" and cols["wall/prefill"] == "24.00"
+    assert cols["target/step"] == "1.50" and cols["target/prefill"] == "21.60"
+    same_share = tmp_path / "server-ours.log"  # prefills a fixed share of the steps: no split
+    same_share.write_text("".join(_fit_line(s, s // 4, 7.5, 24.0) for s in (40, 60, 80)))
+    assert "too few windows" in ps.fitted([same_share], ps.parse_bands("96-160"))
