@@ -109,15 +109,20 @@ def parse_bands(text: str) -> List[tuple]:
     return bands
 
 
+def _in_bands(path: Path, bands: List[tuple]):
+    """(lo, hi, rank 0's windows without drafting whose mean running lies in [lo, hi]) per band."""
+    ws = [w for w in windows(path) if w["rank"] == 0 and w["drafting_steps"] == 0 and w["decode_steps"] > 0]
+    for lo, hi in bands:
+        yield lo, hi, [w for w in ws if lo <= w["mean_running"] <= hi]
+
+
 def pooled(logs: List[Path], bands: List[tuple]) -> str:
     """Per server and band, over its windows without drafting: ms per decode step (all phases
     and by phase, weighted by steps), prefills per decode step, and the windows/steps pooled."""
     head = ["server", "band", "windows", "steps", "pf/step", "ms/step"] + list(COLUMNS) + ["waiting"]
     rows = [head]
     for p in logs:
-        ws = [w for w in windows(p) if w["rank"] == 0 and w["drafting_steps"] == 0]
-        for lo, hi in bands:
-            sel = [w for w in ws if lo <= w["mean_running"] <= hi]
+        for lo, hi, sel in _in_bands(p, bands):
             n = sum(w["decode_steps"] for w in sel)
             if not n:
                 continue
@@ -151,9 +156,7 @@ def fitted(logs: List[Path], bands: List[tuple]) -> str:
     (wall, and inside the target's forward call), fitted over the windows."""
     rows = [["server", "band", "windows", "wall/step", "wall/prefill", "target/step", "target/prefill"]]
     for p in logs:
-        ws = [w for w in windows(p) if w["rank"] == 0 and w["drafting_steps"] == 0]
-        for lo, hi in bands:
-            sel = [w for w in ws if lo <= w["mean_running"] <= hi and w["decode_steps"] > 0]
+        for lo, hi, sel in _in_bands(p, bands):
             xs = [(w["decode_steps"], w["prefills"]) for w in sel]
             wall = _two_term_fit(xs, [1000 * w["window_s"] for w in sel])
             target = _two_term_fit(xs, [w["ms"].get("target_forward", 0) * w["decode_steps"] for w in sel])

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
-from .phase_summary import _aligned, server_name
+from .phase_summary import _aligned, parse_bands, server_name
 
 LINE = re.compile(r"adaptive_spec stacks rank=(\d+) decode_steps=(\d+) mean_running=([\d.]+) "
                   r"samples=(\d+) interval_ms=([\d.]+) incl_ms_per_step=(\{.*?\}) self_ms_per_step=(\{.*?\})")
@@ -110,9 +110,9 @@ def main(argv=None) -> int:
         return 2
     if a.band:
         try:
-            lo, hi = (float(x) for x in a.band.split("-"))
+            (lo, hi), = parse_bands(a.band)
         except ValueError:
-            print(f"error: --band: expected LO-HI (e.g. 96-160), got {a.band!r}", file=sys.stderr)
+            print(f"error: --band: expected one LO-HI (e.g. 96-160), got {a.band!r}", file=sys.stderr)
             return 2
         chosen = in_band(a.logs, lo, hi)
         counts = ", ".join(f"{n}: {w['windows']} windows, {w['decode_steps']} steps" for n, w in chosen.items())
