@@ -58,6 +58,10 @@ _budgets = _mapping(":", int, float, "N:SECONDS,... (e.g. 128:8,256:10)")  # 128
 _system_steps = _mapping("=", str, int, "NAME=STEPS,... (e.g. adaptive-spec:goodput=7)")
 
 
+def _names(s: str) -> List[str]:
+    return [x.strip() for x in s.split(",") if x.strip()]
+
+
 def _cpu_list(s: str) -> List[int]:
     from .cpu_pin import parse_cpus
     try:
@@ -182,6 +186,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="e.g. 3,4: while measured, every server's scheduler runs on these CPUs "
                         "(its main thread on the first) and the front-end, detokenizer and load "
                         "generator on the others, so no system gets a slower CPU than another")
+    g.add_argument("--freeze-gc", type=_names, default=[], metavar="SYSTEMS|all",
+                   help="after its warm-up, each of these servers gets SGLang's POST /freeze_gc "
+                        "(its scheduler, tokenizer and detokenizer move every live object out "
+                        "of the garbage collector's reach), as a deployment would after warming up")
     g.add_argument("--order", choices=["level", "system"], default="level",
                    help="parallel: every system at a level before the next level, or system by system")
     g.add_argument("--python", default=None, help="interpreter for servers (default: this one)")
@@ -282,7 +290,7 @@ def _config_from(a: argparse.Namespace, argv: List[str]):
         mem_fraction_static=a.mem_fraction_static, max_total_tokens=a.max_total_tokens,
         start_mode=a.start_mode, start_stagger_s=a.start_stagger_s,
         start_timeout_s=a.start_timeout_s, min_start_s=a.min_start_s,
-        pin_scheduler_cpus=a.pin_scheduler_cpus, order=a.order, repeat=a.repeat,
+        pin_scheduler_cpus=a.pin_scheduler_cpus, freeze_gc=a.freeze_gc, order=a.order, repeat=a.repeat,
         time_budget_s=a.time_budget_s,
         time_budget_from=a.time_budget_from,
         drain_s=a.drain_s, requests_per_level=a.requests_per_level,
@@ -313,6 +321,9 @@ def cmd_sweep(a, argv) -> int:
         raise BenchError("--warmup-tokens must be >= 1")
     if cfg.profile_steps < 1:
         raise BenchError("--profile-steps must be >= 1")
+    unknown = set(cfg.freeze_gc) - set(cfg.systems) - {"all"}
+    if unknown:
+        raise BenchError(f"--freeze-gc {','.join(sorted(unknown))}: not among the systems")
     if set(cfg.profile_at) - set(cfg.concurrency):
         raise BenchError(f"--profile-at {sorted(set(cfg.profile_at) - set(cfg.concurrency))}: "
                          "not among the --concurrency levels")

@@ -27,6 +27,9 @@ LINE = re.compile(r"adaptive_spec phases rank=(\d+) window_s=([\d.]+) decode_ste
                   r"(?: drafting_steps=(\d+))?")
 # since session 28, after drafting_steps: the admission queue and SGLang's new-token ratio
 QUEUE = re.compile(r" mean_waiting=([\d.]+)(?: new_token_ratio=([\d.]+))?")
+# since session 33: the garbage collector's time and the scheduler process's threads' CPU
+GC = re.compile(r" gc_ms_per_decode_step=([\d.]+) gc_collections=(\d+)/(\d+)/(\d+)")
+THREADS = re.compile(r" thread_cpu_s=(\{.*?\})")
 COLUMNS = ("process_input", "get_next_batch", "prepare_for_decode", "merge_batch", "filter_batch",
            "run_batch", "spec_forward", "target_forward", "process_decode", "process_prefill")
 
@@ -37,6 +40,8 @@ def windows(path: Path) -> List[dict]:
         m = LINE.search(ln)
         if m:
             q = QUEUE.search(ln, m.end())
+            g = GC.search(ln, m.end())
+            th = THREADS.search(ln, m.end())
             out.append({"rank": int(m.group(1)), "window_s": float(m.group(2)),
                         "decode_steps": int(m.group(3)), "prefills": int(m.group(4)),
                         "mean_running": float(m.group(5)), "ms": json.loads(m.group(6)),
@@ -44,7 +49,10 @@ def windows(path: Path) -> List[dict]:
                         # None: a line from before the field (the drafting is not known)
                         "drafting_steps": int(m.group(8)) if m.group(8) is not None else None,
                         "mean_waiting": float(q.group(1)) if q else None,
-                        "new_token_ratio": float(q.group(2)) if q and q.group(2) else None})
+                        "new_token_ratio": float(q.group(2)) if q and q.group(2) else None,
+                        "gc_ms": float(g.group(1)) if g else None,
+                        "gc_collections": [int(g.group(i)) for i in (2, 3, 4)] if g else None,
+                        "thread_cpu": json.loads(th.group(1)) if th else None})
     return out
 
 
@@ -65,7 +73,7 @@ def _aligned(rows: List[List[str]]) -> str:
 
 
 def table(logs: List[Path]) -> str:
-    head = ["server", "running", "steps", "pf/step", "ms/step"] + list(COLUMNS) + ["waiting", "ntr"]
+    head = ["server", "running", "steps", "pf/step", "ms/step"] + list(COLUMNS) + ["waiting", "ntr"] + PROCESS
     rows = [head]
     for p in logs:
         for w in windows(p):
@@ -74,8 +82,26 @@ def table(logs: List[Path]) -> str:
             n = w["decode_steps"]
             rows.append([server_name(p), f"{w['mean_running']:.0f}", str(n), f"{w['prefills'] / n:.2f}",
                          f"{1000 * w['window_s'] / n:.2f}"] + [f"{w['ms'].get(c, 0):.2f}" for c in COLUMNS]
-                        + [_opt(w["mean_waiting"], ".1f"), _opt(w["new_token_ratio"], ".3f")])
+                        + [_opt(w["mean_waiting"], ".1f"), _opt(w["new_token_ratio"], ".3f")]
+                        + _process_cells([w]))
     return _aligned(rows)
+
+
+# the process columns (session 33's fields; '-' for windows without them): GC ms a decode step,
+# its full (generation 2) collections, and the main and other threads' CPU a wall second
+PROCESS = ["gc", "gc2", "main_cpu", "other_cpu"]
+
+
+def _process_cells(ws: List[dict]) -> List[str]:
+    timed = [w for w in ws if w["gc_ms"] is not None]
+    n = sum(w["decode_steps"] for w in timed)
+    gc_ms = sum(w["gc_ms"] * w["decode_steps"] for w in timed) / n if n else None
+    full = sum(w["gc_collections"][2] for w in timed) if timed else None
+    threaded = [w for w in ws if w["thread_cpu"] is not None]
+    wall = sum(w["window_s"] for w in threaded)
+    main = sum(w["thread_cpu"]["main"] for w in threaded) / wall if wall else None
+    other = sum(w["thread_cpu"]["others"] for w in threaded) / wall if wall else None
+    return [_opt(gc_ms, ".2f"), _opt(full, "d"), _opt(main, ".2f"), _opt(other, ".2f")]
 
 
 def differences(logs: List[Path], reference: str = "plain") -> str:
@@ -109,20 +135,22 @@ def parse_bands(text: str) -> List[tuple]:
     return bands
 
 
-def _in_bands(path: Path, bands: List[tuple]):
-    """(lo, hi, rank 0's windows without drafting whose mean running lies in [lo, hi]) per band."""
-    ws = [w for w in windows(path) if w["rank"] == 0 and w["drafting_steps"] == 0 and w["decode_steps"] > 0]
+def _in_bands(path: Path, bands: List[tuple], max_ms_per_step: Optional[float] = None):
+    """(lo, hi, rank 0's windows without drafting whose mean running lies in [lo, hi]) per band;
+    with max_ms_per_step, windows slower than that (wall ms a decode step) are left out."""
+    ws = [w for w in windows(path) if w["rank"] == 0 and w["drafting_steps"] == 0 and w["decode_steps"] > 0
+          and (max_ms_per_step is None or 1000 * w["window_s"] / w["decode_steps"] <= max_ms_per_step)]
     for lo, hi in bands:
         yield lo, hi, [w for w in ws if lo <= w["mean_running"] <= hi]
 
 
-def pooled(logs: List[Path], bands: List[tuple]) -> str:
+def pooled(logs: List[Path], bands: List[tuple], max_ms_per_step: Optional[float] = None) -> str:
     """Per server and band, over its windows without drafting: ms per decode step (all phases
     and by phase, weighted by steps), prefills per decode step, and the windows/steps pooled."""
-    head = ["server", "band", "windows", "steps", "pf/step", "ms/step"] + list(COLUMNS) + ["waiting"]
+    head = ["server", "band", "windows", "steps", "pf/step", "ms/step"] + list(COLUMNS) + ["waiting"] + PROCESS
     rows = [head]
     for p in logs:
-        for lo, hi, sel in _in_bands(p, bands):
+        for lo, hi, sel in _in_bands(p, bands, max_ms_per_step):
             n = sum(w["decode_steps"] for w in sel)
             if not n:
                 continue
@@ -133,7 +161,7 @@ def pooled(logs: List[Path], bands: List[tuple]) -> str:
             rows.append([server_name(p), f"{lo:g}-{hi:g}", str(len(sel)), str(n),
                          f"{sum(w['prefills'] for w in sel) / n:.3f}",
                          f"{1000 * sum(w['window_s'] for w in sel) / n:.2f}"] + [f"{v:.2f}" for v in by_phase]
-                        + [_opt(waiting, ".1f")])
+                        + [_opt(waiting, ".1f")] + _process_cells(sel))
     return _aligned(rows) if len(rows) > 1 else "(no window without drafting in any band)"
 
 
@@ -151,12 +179,12 @@ def _two_term_fit(xs: List[tuple], ys: List[float]) -> Optional[tuple]:
     return (t1 * s22 - t2 * s12) / det, (t2 * s11 - t1 * s12) / det
 
 
-def fitted(logs: List[Path], bands: List[tuple]) -> str:
+def fitted(logs: List[Path], bands: List[tuple], max_ms_per_step: Optional[float] = None) -> str:
     """Per server and band, over its windows without drafting: ms a decode step and ms a prefill
     (wall, and inside the target's forward call), fitted over the windows."""
     rows = [["server", "band", "windows", "wall/step", "wall/prefill", "target/step", "target/prefill"]]
     for p in logs:
-        for lo, hi, sel in _in_bands(p, bands):
+        for lo, hi, sel in _in_bands(p, bands, max_ms_per_step):
             xs = [(w["decode_steps"], w["prefills"]) for w in sel]
             wall = _two_term_fit(xs, [1000 * w["window_s"] for w in sel])
             target = _two_term_fit(xs, [w["ms"].get("target_forward", 0) * w["decode_steps"] for w in sel])
@@ -177,11 +205,17 @@ def main(argv=None) -> int:
                     "mean running requests: LO-HI[,LO-HI...]")
     ap.add_argument("--fit", action="store_true",
                     help="with --bands: also each band's ms a decode step and ms a prefill, fitted")
+    ap.add_argument("--max-ms-per-step", type=float, metavar="MS",
+                    help="with --bands: leave out windows slower than MS wall ms a decode step "
+                    "(a profiled repeat, a stall)")
     a = ap.parse_args(argv)
     try:
         bands = parse_bands(a.bands) if a.bands else []
     except ValueError as exc:
         print(f"error: --bands: {exc}", file=sys.stderr)
+        return 2
+    if a.max_ms_per_step is not None and (not bands or not a.max_ms_per_step > 0):
+        print("error: --max-ms-per-step: needs --bands and a positive number of ms", file=sys.stderr)
         return 2
     missing = [str(p) for p in a.logs if not p.is_file()]
     if missing:
@@ -192,10 +226,10 @@ def main(argv=None) -> int:
     print(differences(a.logs, a.vs))
     if bands:
         print()
-        print(pooled(a.logs, bands))
+        print(pooled(a.logs, bands, a.max_ms_per_step))
         if a.fit:
             print()
-            print(fitted(a.logs, bands))
+            print(fitted(a.logs, bands, a.max_ms_per_step))
     if a.json:
         a.json.write_text(json.dumps({server_name(p): windows(p) for p in a.logs}, indent=1))
     return 0

@@ -94,6 +94,8 @@ class SweepConfig:
     min_start_s: float = 0.0
     # CPUs every server's scheduler runs on while measured (cpu_pin.py); empty: the OS decides
     pin_scheduler_cpus: List[int] = field(default_factory=list)
+    # systems (or "all") whose GC SGLang freezes after their warm-up (POST /freeze_gc)
+    freeze_gc: List[str] = field(default_factory=list)
     order: str = "level"                      # level|system (parallel mode)
     repeat: int = 1                           # closed/open levels: each measured this many times in a row
     time_budget_s: float = 6.0
@@ -1061,7 +1063,18 @@ class Sweep:
             self.prog.say(str(e))
             return False
         self.systems_info[sp.name]["warmup_s"] = round(time.time() - t, 2)
+        if "all" in self.cfg.freeze_gc or sp.name in self.cfg.freeze_gc:
+            await self.freeze_gc(sp)
         return True
+
+    async def freeze_gc(self, sp: ServerProcess) -> None:
+        """SGLang's /freeze_gc (0.5.16: scheduler, tokenizer manager, detokenizer); a server that
+        refuses it is measured anyway, marked gc_frozen false."""
+        async with self.client(sp) as cl:
+            code, _ = await cl.post_json("/freeze_gc", {}, timeout=30.0)
+        self.systems_info[sp.name]["gc_frozen"] = code == 200
+        if code != 200:
+            self.prog.say(f"{sp.name}: /freeze_gc answered {code}; measured with its GC as it was")
 
     async def _one(self, sp: ServerProcess, lv: tuple) -> None:
         kind, val = lv

@@ -13,7 +13,11 @@ ends with `drafting_steps=N`: the decode steps of the window that drafted (on, c
 re-entry; 0 in a plain server), so windows where ours ran plain on every step can be compared
 with plain's (`phase_summary --bands`), then, since session 28, `mean_waiting=W` (requests
 waiting for admission, averaged over the window's scheduling calls) and `new_token_ratio=R`
-(SGLang's ratio for the KV it reserves per running request when admitting, last seen).
+(SGLang's ratio for the KV it reserves per running request when admitting, last seen), then,
+since session 33, `gc_ms_per_decode_step=G gc_collections=a/b/c` (time in Python's cyclic
+garbage collector, any thread of the scheduler process, and its collections by generation) and
+`thread_cpu_s={...}` (CPU seconds of the process's main thread and of all its other threads
+over the window, and the busiest other thread, from /proc: what competes for the GIL).
 
 Why: with drafting off our server runs the plain server's GPU work, yet under continuous
 arrivals it made 0.83-0.86x of plain at 64 requests in session 6 with all three off paths.
@@ -30,8 +34,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from .plugin import EAGLE_WORKER, RESULT_PROCESSOR, SCHEDULER, TP_WORKER
 
@@ -97,15 +102,78 @@ def add_window_listener(listener) -> None:
         _window_listeners.append(listener)
 
 
+class GcClock:
+    """Time spent in Python's cyclic garbage collector, by generation (a gc.callbacks entry).
+
+    Why: session 32's stack sampler found every kernel-launch site of the spec server's eager
+    prefills 20-65% dearer than the plain server's, same model and kernels. A collection runs
+    inside whichever call allocated last, so it would read exactly so; a spec server holds more
+    long-lived objects (draft model, more CUDA graphs), and a full collection walks all of them."""
+
+    def __init__(self, clock=time.perf_counter):
+        self.clock = clock
+        self._started: Optional[float] = None
+        self.reset()
+
+    def reset(self) -> None:
+        self.seconds = 0.0
+        self.collections = [0, 0, 0]
+
+    def callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = self.clock()
+        elif self._started is not None:
+            self.seconds += self.clock() - self._started
+            self._started = None
+            gen = info.get("generation")
+            if gen in (0, 1, 2):
+                self.collections[gen] += 1
+
+
+def thread_cpu_seconds(task_dir: str = "/proc/self/task") -> Dict[int, tuple]:
+    """{thread id: (name, user + system CPU seconds)} of this process's threads ({} off Linux)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    out = {}
+    try:
+        tids = os.listdir(task_dir)
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"{task_dir}/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue  # the thread ended
+        name = stat[stat.find("(") + 1: stat.rfind(")")]
+        fields = stat[stat.rfind(")") + 2:].split()  # from field 3 (state) on
+        out[int(tid)] = (name, (int(fields[11]) + int(fields[12])) / tick)  # utime, stime
+    return out
+
+
+def thread_cpu_delta(before: Dict[int, tuple], after: Dict[int, tuple], main_tid: int) -> dict:
+    """CPU seconds between two snapshots: the main thread's, all others' together, the busiest other."""
+    used = {tid: (name, cpu - before.get(tid, (name, 0.0))[1]) for tid, (name, cpu) in after.items()}
+    others = {tid: v for tid, v in used.items() if tid != main_tid}
+    busiest = max(others.values(), key=lambda v: v[1], default=None)
+    return {"main": round(used.get(main_tid, ("", 0.0))[1], 2),
+            "others": round(sum(v[1] for v in others.values()), 2),
+            "busiest_other": f"{busiest[0]}:{busiest[1]:.2f}" if busiest else "-"}
+
+
 class PhaseClock:
-    """Per-phase wall time and call counts over one busy window of one scheduler."""
+    """Per-phase wall time and call counts over one busy window of one scheduler; with a
+    GcClock and a thread reader, also the garbage collector's time and the threads' CPU."""
 
     def __init__(self, rank: int = 0, clock=time.perf_counter, max_window_s: float | None = None,
-                 drafting_count=lambda: 0):
+                 drafting_count=lambda: 0, gc_clock: Optional[GcClock] = None, thread_cpu=None,
+                 main_tid: Optional[int] = None):
         self.rank = rank
         self.clock = clock
         self.max_window_s = max_window_s
         self.drafting_count = drafting_count
+        self.gc_clock = gc_clock
+        self.thread_cpu = thread_cpu
+        self.main_tid = main_tid  # None: the process's main thread, looked up when needed
         self.idle_since = None
         self.reset()
 
@@ -126,10 +194,15 @@ class PhaseClock:
         self.new_token_ratio = None
         self.started = None
         self.drafting_at_start = self.drafting_count()
+        if self.gc_clock is not None:
+            self.gc_clock.reset()
+        self.threads_at_start = None  # read at the window's first call (an idle loop resets often)
 
     def add(self, label: str, seconds: float) -> None:
         if self.started is None:
             self.started = self.clock() - seconds
+            if self.thread_cpu is not None:
+                self.threads_at_start = self.thread_cpu()
         self.seconds[label] = self.seconds.get(label, 0.0) + seconds
         self.calls[label] = self.calls.get(label, 0) + 1
 
@@ -161,7 +234,19 @@ class PhaseClock:
         return (f"adaptive_spec phases rank={self.rank} window_s={end - self.started:.2f} "
                 f"decode_steps={n} prefills={self.prefills} mean_running={self.running_sum / n:.1f} "
                 f"ms_per_decode_step={json.dumps(ms)} calls_per_decode_step={json.dumps(calls)} "
-                f"drafting_steps={self.drafting_steps()}{self._queue_fields()}")
+                f"drafting_steps={self.drafting_steps()}{self._queue_fields()}{self._process_fields()}")
+
+    def _process_fields(self) -> str:
+        out = ""
+        if self.gc_clock is not None:
+            g = self.gc_clock
+            out += (f" gc_ms_per_decode_step={1000.0 * g.seconds / self.decode_steps:.3f}"
+                    f" gc_collections={'/'.join(str(c) for c in g.collections)}")
+        if self.threads_at_start is not None:
+            main = self.main_tid if self.main_tid is not None else threading.main_thread().native_id
+            delta = thread_cpu_delta(self.threads_at_start, self.thread_cpu(), main)
+            out += f" thread_cpu_s={json.dumps(delta)}"
+        return out
 
     def _queue_fields(self) -> str:
         if not self.queue_calls:
@@ -206,7 +291,20 @@ class PhaseClock:
             self.idle_since = None
 
 
-_clock = PhaseClock(max_window_s=max_window_s(), drafting_count=drafting_steps_so_far)
+_gc_clock = GcClock()
+_clock = PhaseClock(max_window_s=max_window_s(), drafting_count=drafting_steps_so_far,
+                    gc_clock=_gc_clock, thread_cpu=thread_cpu_seconds)
+_gc_watched = False
+
+
+def _watch_gc() -> None:
+    """Register the GC clock once, from the scheduler process (hooks() may run elsewhere)."""
+    global _gc_watched
+    if not _gc_watched:
+        import gc
+
+        gc.callbacks.append(_gc_clock.callback)
+        _gc_watched = True
 
 
 def _is_idle(plan, sched) -> bool:
@@ -248,6 +346,7 @@ def _after(label: str, args, kwargs) -> None:
 def after_get_next_batch_for_windows(plan, sched, *args, **kwargs):
     """AFTER hook on Scheduler.get_next_batch_to_run: an idle scheduler ends the window."""
     try:
+        _watch_gc()
         _clock.rank = int(getattr(sched, "tp_rank", 0) or 0)
         idle = _is_idle(plan, sched)
         _clock.on_schedule(idle)

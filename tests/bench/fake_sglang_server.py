@@ -4,7 +4,7 @@ Speaks just enough of SGLang 0.5.16's native API: ``GET /health``, ``POST /gener
 (``input_ids`` + ``sampling_params``; streamed ``data: {...}`` events with cumulative
 ``output_ids`` and ``meta_info``, then ``data: [DONE]``; or one JSON when not streamed),
 ``GET /server_info``, ``GET /v1/loads``, ``POST /start_profile`` (writes a tiny trace),
-``POST /abort_request`` (``abort_all`` only) and, with ``--fake-status``,
+``POST /abort_request`` (``abort_all`` only), ``POST /freeze_gc`` (answers, freezes nothing) and, with ``--fake-status``,
 ``GET /adaptive_spec/status`` and ``GET /metrics``. With ``--fake-linger`` a streamed request
 whose client went away keeps running to its last chunk unless aborted, as SGLang's does until
 its abort task fires. With ``--fake-scheduler-child`` it starts a child process titled as
@@ -51,6 +51,7 @@ def parse(argv=None):
     p.add_argument("--fake-http-error", type=int, default=None)
     p.add_argument("--fake-linger", action="store_true")
     p.add_argument("--fake-no-abort", action="store_true")  # an /abort_request-less server
+    p.add_argument("--fake-no-freeze-gc", action="store_true")  # a /freeze_gc-less server
     p.add_argument("--fake-scheduler-child", action="store_true")
     a, _unknown = p.parse_known_args(argv)
     return a
@@ -225,6 +226,8 @@ def make_app(a) -> web.Application:
     app.router.add_post("/start_profile", f.start_profile)
     if not a.fake_no_abort:
         app.router.add_post("/abort_request", f.abort_request)
+    if not a.fake_no_freeze_gc:  # SGLang's answer, without freezing anything
+        app.router.add_post("/freeze_gc", lambda req: web.Response(text="Garbage collection frozen.\n"))
     return app
 
 

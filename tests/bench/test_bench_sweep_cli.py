@@ -257,6 +257,21 @@ def test_repeated_levels_pair_each_system_with_plain(tmp_path, fake_env, model_d
     assert out.with_suffix(".png").exists()
 
 
+def test_freeze_gc_after_the_warm_up_and_a_server_that_refuses_it_is_measured_anyway(tmp_path, fake_env, model_dirs):
+    t, d = model_dirs
+    out = tmp_path / "results" / "2026-12-03-freeze.json"
+    rc = cli.main(["sweep", "--target", str(t), "--draft", str(d), "--systems", "plain,adaptive-spec:threshold",
+                   "--concurrency", "2", "--new-tokens", "8", "--prompt-len", "8", "--out", str(out),
+                   "--freeze-gc", "all", "--system-args", "adaptive-spec:threshold+=--fake-no-freeze-gc",
+                   "--log-dir", str(tmp_path / "logs"), "--no-plot", *FAST])
+    assert rc == 0
+    res = json.loads(out.read_text())
+    assert res["systems"]["plain"]["gc_frozen"] is True
+    assert res["systems"]["adaptive-spec:threshold"]["gc_frozen"] is False
+    assert {r["system"] for r in res["rows"]} == {"plain", "adaptive-spec:threshold"}
+    assert schema.validate_file(out) == []
+
+
 def run_cli(cli_cmd, *args, timeout=60):
     return subprocess.run(cli_cmd + list(args), capture_output=True, text=True, timeout=timeout)
 
@@ -302,6 +317,8 @@ def run_cli(cli_cmd, *args, timeout=60):
      "CPU 4095 is not one this process may use"),
     (["sweep", "--systems", "plain", "--target", "/tmp", "--pin-scheduler-cpus", "1-x"],
      "expected CPU ids like 3,4"),
+    (["sweep", "--systems", "plain", "--target", "/tmp", "--freeze-gc", "eagle3"],
+     "--freeze-gc eagle3: not among the systems"),
     (["sweep", "--systems", "plain", "--target", "/tmp", "--repeat", "2", "--pattern", "step"],
      "--repeat is for closed/open levels"),
     (["plot", "/nonexistent/file.json"], "cannot read"),

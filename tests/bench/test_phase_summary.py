@@ -100,9 +100,10 @@ def test_the_admission_queue_and_ratio_reach_the_tables(tmp_path):
     assert (new["mean_waiting"], new["new_token_ratio"]) == (20.0, 0.5)
     assert (old["mean_waiting"], old["new_token_ratio"]) == (None, None)
     head, first, second = (ln.split() for ln in ps.table([log]).splitlines())
-    assert first[-2:] == ["20.0", "0.500"] and second[-2:] == ["-", "-"]
+    first, second = dict(zip(head, first)), dict(zip(head, second))
+    assert (first["waiting"], first["ntr"]) == ("20.0", "0.500") and (second["waiting"], second["ntr"]) == ("-", "-")
     head, row = (ln.split() for ln in ps.pooled([log], ps.parse_bands("160-256")).splitlines())
-    assert row[-1] == "20.0"  # steps-weighted over the windows that have the field
+    assert dict(zip(head, row))["waiting"] == "20.0"  # steps-weighted over the windows that have the field
 
 
 def _fit_line(steps, prefills, per_step_ms, per_prefill_ms, running=128):
@@ -128,3 +129,56 @@ def test_the_fit_splits_a_window_into_decode_steps_and_prefills(tmp_path, capsys
     same_share = tmp_path / "server-ours.log"  # prefills a fixed share of the steps: no split
     same_share.write_text("".join(_fit_line(s, s // 4, 7.5, 24.0) for s in (40, 60, 80)))
     assert "too few windows" in ps.fitted([same_share], ps.parse_bands("96-160"))
+
+
+def test_max_ms_per_step_leaves_out_the_slow_windows(tmp_path, capsys):
+    """Session 32: one profiled window (16-18 ms a step against 12-13) was pooled into pp's band
+    rows; --max-ms-per-step leaves such windows out of the bands and the fit."""
+    log = tmp_path / "server-plain.log"
+    log.write_text("".join(_fit_line(s, p, 7.5, 24.0) for s, p in [(40, 10), (60, 12), (50, 20)])
+                   + _fit_line(30, 3, 60.0, 24.0))  # profiled: 62.4 ms a step
+    assert ps.main([str(log), "--bands", "96-160", "--fit", "--max-ms-per-step", "40"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    pooled_row = dict(zip(out[-5].split(), out[-4].split()))
+    assert pooled_row["windows"] == "3" and pooled_row["steps"] == "150"
+    fit = dict(zip(out[-2].split(), out[-1].split()))
+    assert fit["windows"] == "3" and fit["wall/step"] == "7.50" and fit["wall/prefill"] == "24.00"
+    assert ps.main([str(log), "--bands", "96-160", "--fit"]) == 0
+    everything = capsys.readouterr().out.strip().splitlines()
+    assert dict(zip(everything[-2].split(), everything[-1].split()))["windows"] == "4"
+
+
+@pytest.mark.parametrize("args", [["--max-ms-per-step", "40"], ["--bands", "96-160", "--max-ms-per-step", "0"]])
+def test_max_ms_per_step_without_bands_or_not_positive_is_one_line_and_exit_2(tmp_path, capsys, args):
+    log = tmp_path / "server-plain.log"
+    log.write_text(_line(128, 5.0, drafting=0))
+    assert ps.main([str(log)] + args) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_garbage_collector_and_the_threads_reach_the_tables(tmp_path):
+    """Session 33's fields: GC time a decode step and the scheduler process's threads' CPU, from
+    a real PhaseClock with a GcClock fed through gc's callback protocol and a fake /proc reader."""
+    from adaptive_spec.sglang_plugin.phase_timing import GcClock
+
+    t = iter(x * 0.01 for x in range(10_000))
+    clock_fn = lambda: next(t)
+    gc_clock = GcClock(clock=clock_fn)
+    cpu = iter([{1: ("python3", 5.0), 7: ("sampler", 1.0)},  # at the window's first call
+                {1: ("python3", 5.3), 7: ("sampler", 1.1), 9: ("new", 0.05)}])
+    clock = PhaseClock(rank=0, clock=clock_fn, gc_clock=gc_clock, thread_cpu=lambda: next(cpu), main_tid=1)
+    for i in range(40):
+        clock.add("run_batch", 0.01)
+        clock.on_decode_result(128)
+        if i % 10 == 0:  # four collections of 0.01 s each, one of them full
+            gc_clock.callback("start", {"generation": 2 if i == 0 else 0})
+            gc_clock.callback("stop", {"generation": 2 if i == 0 else 0, "collected": 0})
+    log = tmp_path / "server-adaptive-spec_forced-off.log"
+    log.write_text(clock.window_line() + "\n")
+    (w,) = ps.windows(log)
+    assert w["gc_ms"] == 1.0 and w["gc_collections"] == [3, 0, 1]
+    assert w["thread_cpu"] == {"main": 0.3, "others": 0.15, "busiest_other": "sampler:0.10"}
+    head, row = (ln.split() for ln in ps.table([log]).splitlines())
+    cols = dict(zip(head, row))
+    assert (cols["gc"], cols["gc2"]) == ("1.00", "1")
+    assert float(cols["other_cpu"]) == pytest.approx(0.15 / w["window_s"], abs=0.01)

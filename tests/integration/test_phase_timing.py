@@ -222,3 +222,49 @@ def test_the_drafting_count_reads_the_controllers_step_modes(monkeypatch):
 def test_the_window_length_comes_from_the_environment(monkeypatch, text, expected):
     monkeypatch.setenv(pt.WINDOW_ENV, text)
     assert pt.max_window_s() == expected
+
+
+def test_a_window_reports_the_garbage_collectors_time_and_the_threads_cpu(caplog, monkeypatch):
+    """The real gc callback and the real /proc/self/task, through the scheduler hooks: a full
+    collection inside the window is counted, and the main thread's CPU is read apart from the
+    others' (session 32 found every launch site of the spec server dearer; these tell GC and
+    GIL-taking threads apart from slower launches)."""
+    import gc
+
+    c = Clock()
+    gc_clock = pt.GcClock()
+    monkeypatch.setattr(pt, "_gc_clock", gc_clock)
+    monkeypatch.setattr(pt, "_gc_watched", False)
+    monkeypatch.setattr(pt, "_clock", pt.PhaseClock(clock=c, gc_clock=gc_clock, thread_cpu=pt.thread_cpu_seconds))
+    try:
+        with caplog.at_level(logging.INFO, logger="adaptive_spec"):
+            decode_steps(30)
+            gc.collect()
+            schedule(idle=True)
+            c.t += 1.0
+            schedule(idle=True)
+    finally:
+        if gc_clock.callback in gc.callbacks:
+            gc.callbacks.remove(gc_clock.callback)
+    (line,) = lines(caplog)
+    fields = dict(kv.split("=", 1) for kv in line.split() if "=" in kv and not kv.startswith("{"))
+    assert fields["gc_collections"].split("/")[2] == "1" and float(fields["gc_ms_per_decode_step"]) > 0
+    assert '"main": ' in line and '"others": ' in line
+
+
+def test_thread_cpu_is_read_from_each_tasks_stat_whatever_its_name(tmp_path):
+    """/proc/<pid>/task/<tid>/stat: the name sits in parentheses and may hold spaces and
+    parentheses itself; utime and stime are fields 14 and 15, in clock ticks."""
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid, name, utime, stime in [(11, "python3", 3 * tick, tick), (12, "odd (name) x", tick // 2, 0)]:
+        (tmp_path / str(tid)).mkdir()
+        rest = ["S"] + ["0"] * 10 + [str(utime), str(stime)] + ["0"] * 30
+        (tmp_path / str(tid) / "stat").write_text(f"{tid} ({name}) " + " ".join(rest) + "\n")
+    (tmp_path / "13").mkdir()  # a thread that ended between the listing and the read
+    snapshot = pt.thread_cpu_seconds(str(tmp_path))
+    assert snapshot == {11: ("python3", 4.0), 12: ("odd (name) x", 0.5)}
+    assert pt.thread_cpu_delta({11: ("python3", 1.0)}, snapshot, main_tid=11) == {
+        "main": 3.0, "others": 0.5, "busiest_other": "odd (name) x:0.50"}
+    assert pt.thread_cpu_seconds(str(tmp_path / "nope")) == {}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Session 33. One H200 each. Session 32 put the 128-request deficit (forced off 0.954x of plain,
+# goodput 0.928x over 12 pairs, every steady decision plain) in the spec server's host time: by
+# the stack sampler every kernel-launch site of its eager prefills 20-65% dearer than plain's,
+# same model and kernels. A garbage collection runs inside whichever call allocated last and
+# would read exactly so; so would another thread of the scheduler process taking the GIL.
+#   gf (~9 min) the phase clocks now also time the garbage collector and read each scheduler
+#      thread's CPU: plain and forced off at 128, dense 8B pair, dial 0.7, --stream-interval 4,
+#      pinned, 3 passes; then the same with SGLang's /freeze_gc after each server's warm-up
+#      (`--freeze-gc all`, new): does freezing the collector close the gap?
+#   pg (~9 min) prefill CUDA graphs (SGLang 0.5.16's default `breakable` backend; every sweep
+#      since session 1 ran them disabled, untried): plain, forced off and goodput at 128, the
+#      same pair and pin, 3 passes, lossless checked per row. FREEZE=1 adds --freeze-gc all.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s33.sh gf|pg
+source scripts/device/common.sh
+
+say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
+FORCED_OFF="adaptive-spec:forced-off=--adaptive-spec-force off"
+
+core_probe() {  # as in call_s32.sh: the table to the log, the fastest two vCPUs printed as "A,B"
+  python3 "$REPO/scripts/device/core_speed.py" --rounds 3 --ms 150 --out "/tmp/core-speed-$1.json" >&2
+  python3 - "/tmp/core-speed-$1.json" <<'PY'
+import json, sys
+cpus = json.load(open(sys.argv[1]))["cpus"]
+fast = sorted(cpus, key=lambda c: -cpus[c]["vs_fastest"])
+print(",".join(fast[:2]))
+PY
+}
+
+case "${1:-}" in
+gf|pg)
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
+    ADAPTIVE_SPEC_PHASE_WINDOW_S=1
+  PIN=$(core_probe $1-before); say "pinning schedulers to vCPUs $PIN"
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  RUN_FLAGS+=(--start-timeout-s 200 --server-arg "--stream-interval 4" --pin-scheduler-cpus "$PIN")
+  if [ "$1" = gf ]; then
+    sweep 0 gf-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,adaptive-spec:forced-off \
+      --concurrency 128 --repeat 3 --time-budget-s 6 --system-args "$FORCED_OFF" \
+      --deadline-s $(( ($(left) - 25) / 2 )) > /tmp/tail-gf.txt
+    sweep 0 gf-frozen-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,adaptive-spec:forced-off \
+      --concurrency 128 --repeat 3 --time-budget-s 6 --system-args "$FORCED_OFF" --freeze-gc all \
+      >> /tmp/tail-gf.txt
+  else
+    FZ=(); [ "${FREEZE:-0}" = 1 ] && FZ=(--freeze-gc all)
+    sweep 0 pg-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+      plain,adaptive-spec:forced-off,adaptive-spec:goodput --concurrency 128 --repeat 3 --time-budget-s 6 \
+      --server-arg "--cuda-graph-backend-prefill breakable" --system-args "$GOODPUT" \
+      --system-args "$FORCED_OFF" "${FZ[@]}" > /tmp/tail-pg.txt
+  fi
+  report $1- logs-$1.tar.xz /tmp/tail-$1.txt
+  grep -h -i -E "freezing gc|cuda graph|prefill.*graph" /tmp/logs-$1-*/*.log | sort | uniq -c | head -20
+  for d in /tmp/logs-$1-*; do
+    phases "$d" --bands 96-159 --max-ms-per-step 40 | tail -6
+  done
+  core_probe $1-after > /dev/null
+  ;;
+*)
+  say "usage: $0 gf|pg"; exit 2
+  ;;
+esac
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$1"
