@@ -51,7 +51,7 @@ gf|pg)
       --system-args "$FORCED_OFF" "${FZ[@]}" > /tmp/tail-pg.txt
   fi
   report $1- logs-$1.tar.xz /tmp/tail-$1.txt
-  grep -h -i -E "freezing gc|cuda graph|prefill.*graph" /tmp/logs-$1-*/*.log | sort | uniq -c | head -20
+  grep -h -i -E "freezing gc|prefill cuda graph|capture.*prefill|breakable" /tmp/logs-$1-*/*.log | grep -v server_args | cut -c1-300 | sort | uniq -c | head -20
   for d in /tmp/logs-$1-*; do
     phases "$d" --bands 96-159 --max-ms-per-step 40 | tail -6
   done
