@@ -446,18 +446,32 @@ def plain_step(worker, batch, path, ctl):
 
 def plain_prefill_step(worker, batch, ctl):
     """A prefill while drafting is off, as the plain server runs it (`--adaptive-spec-off-prefill
-    plain`, hooks_plain.after_prepare_for_extend): the target alone, no hidden states kept, no
-    draft prefill. Its requests have no draft state in the future map and no draft KV for the
+    plain`, hooks_plain.after_prepare_for_extend): the target alone (through its prefill CUDA graph
+    where it has one: prefill_graph_capture_mode), no draft prefill. Its requests have no draft state in the future map and no draft KV for the
     prompt, so the next drafting step is a catch-up step (it writes the newest position's draft
     KV and a fresh draft state); their earlier positions stay unwritten (lossless: only
     acceptance can suffer). The status counts these prefills (`step_modes["prefill-plain"]`)."""
     if ctl is not None:
         ctl.note_mode("prefill-plain")
-    capture_nothing = hooks_plain.sglang_names().capture_nothing
-    result = worker.target_worker.forward_batch_generation(batch, capture_hidden_mode=capture_nothing)
+    capture = prefill_graph_capture_mode(worker, hooks_plain.sglang_names().capture_nothing)
+    result = worker.target_worker.forward_batch_generation(batch, capture_hidden_mode=capture)
     worker._as_draft_stale = True
     hooks_plain.publish_next_as_length(batch)  # the spec map keeps the KV length (the prompt's)
     return result
+
+
+def prefill_graph_capture_mode(worker, default):
+    """The hidden-state capture the target's prefill CUDA graph was captured with, else `default`
+    (no hidden states). SGLang 0.5.16 replays a prefill graph only for a batch asking for the
+    capture it was captured with (prefill_cuda_graph_runner.can_run_graph), FULL on an EAGLE
+    server's target, so a plain prefill asking for none runs eager. GPU, session 33, breakable
+    prefill graphs at 128 requests: 450 of forced off's 451 plain prefills ran eager against 779
+    of plain's 784 graphed, and forced off made 0.60-0.71x of plain. In the graph the hidden
+    states cost no host time; nothing reads them (the draft's prefill is skipped)."""
+    target = getattr(worker, "target_worker", None)
+    runner = getattr(getattr(target, "model_runner", None), "prefill_cuda_graph_runner", None)
+    mode = getattr(runner, "capture_hidden_mode", None)
+    return default if mode is None else mode
 
 
 def around_target_forward(orig, tp_worker, batch=None, forward_batch=None, *args, **kwargs):

@@ -11,7 +11,12 @@
 #   pg (~9 min) prefill CUDA graphs (SGLang 0.5.16's default `breakable` backend; every sweep
 #      since session 1 ran them disabled, untried): plain, forced off and goodput at 128, the
 #      same pair and pin, 3 passes, lossless checked per row. FREEZE=1 adds --freeze-gc all.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s33.sh gf|pg
+#   pf (~9 min) pg found the spec servers' plain prefills eager (450 of 451; plain's 779 of 784
+#      graphed; forced off 0.63x, goodput 0.62x of plain at 128): a prefill graph replays only
+#      for the hidden-state capture it was captured with, FULL on an EAGLE target. Plain
+#      prefills now ask for it (hooks_offpath.prefill_graph_capture_mode). Plain, forced off
+#      and goodput at 128 / 256 with breakable prefill graphs, 4 passes, lossless per row.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s33.sh gf|pg|pf
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -29,7 +34,7 @@ PY
 }
 
 case "${1:-}" in
-gf|pg)
+gf|pg|pf)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
     ADAPTIVE_SPEC_PHASE_WINDOW_S=1
   PIN=$(core_probe $1-before); say "pinning schedulers to vCPUs $PIN"
@@ -43,6 +48,14 @@ gf|pg)
     sweep 0 gf-frozen-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,adaptive-spec:forced-off \
       --concurrency 128 --repeat 3 --time-budget-s 6 --system-args "$FORCED_OFF" --freeze-gc all \
       >> /tmp/tail-gf.txt
+  elif [ "$1" = pf ]; then
+    sweep 0 pf-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+      plain,adaptive-spec:forced-off,adaptive-spec:goodput --concurrency 128,256 --repeat 4 --time-budget-s 6 \
+      --server-arg "--cuda-graph-backend-prefill breakable" --system-args "$GOODPUT" \
+      --system-args "$FORCED_OFF" > /tmp/tail-pf.txt
+    for f in /tmp/logs-pf-dense/server-*.log; do  # prefills through the graph, per server
+      echo "$(basename $f): prefills by 'cuda graph:' $(grep "Prefill batch" $f | grep -o "cuda graph: [A-Za-z]*" | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
+    done
   else
     FZ=(); [ "${FREEZE:-0}" = 1 ] && FZ=(--freeze-gc all)
     sweep 0 pg-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
@@ -53,12 +66,12 @@ gf|pg)
   report $1- logs-$1.tar.xz /tmp/tail-$1.txt
   grep -h -i -E "freezing gc|prefill cuda graph|capture.*prefill|breakable" /tmp/logs-$1-*/*.log | grep -v server_args | cut -c1-300 | sort | uniq -c | head -20
   for d in /tmp/logs-$1-*; do
-    phases "$d" --bands 96-159 --max-ms-per-step 40 | tail -6
+    phases "$d" --bands 96-159,160-256 --max-ms-per-step 40 | tail -8
   done
   core_probe $1-after > /dev/null
   ;;
 *)
-  say "usage: $0 gf|pg"; exit 2
+  say "usage: $0 gf|pg|pf"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"

@@ -165,3 +165,29 @@ def test_a_plain_prefill_is_the_target_alone_and_the_next_drafting_step_catches_
     decided({"force": "on"})
     _, modes = run_steps(worker, [1, 1])
     assert modes == ["catchup", "on"]
+
+
+def test_a_plain_prefill_asks_for_the_capture_its_prefill_cuda_graph_was_captured_with(monkeypatch, future_map):
+    """SGLang 0.5.16 replays the target's prefill graph only for the capture mode it was captured
+    with (FULL on an EAGLE server: prefill_cuda_graph_runner.can_run_graph); asking for none ran
+    450 of 451 plain prefills eager on the GPU (session 33). Without a graph runner: none."""
+    from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardMode
+    from sglang.srt.model_executor.runner.prefill_cuda_graph_runner import PrefillCudaGraphRunner
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    # the attribute can_run_graph compares with, on the real class
+    assert "self.capture_hidden_mode" in __import__("inspect").getsource(PrefillCudaGraphRunner.can_run_graph)
+    worker = install(monkeypatch, AdaptiveSpecConfig(force="off", **PLAIN_PREFILL))
+    seen = record_target_forwards(worker)
+    graphed = types.SimpleNamespace(capture_hidden_mode=CaptureHiddenMode.FULL)
+    worker.target_worker.model_runner = types.SimpleNamespace(prefill_cuda_graph_runner=graphed)
+
+    def prefill():
+        batch = types.SimpleNamespace(_as_plain=True, spec_algorithm=SpeculativeAlgorithm.NONE, forward_mode=ForwardMode.EXTEND,
+                                      is_extend_in_batch=False, req_pool_indices=torch.tensor([4]), reqs=[object()])
+        hooks_offpath.around_forward_batch_generation(lambda *a, **k: None, worker, batch)
+
+    prefill()
+    worker.target_worker.model_runner.prefill_cuda_graph_runner = None  # --cuda-graph-backend-prefill disabled
+    prefill()
+    assert seen == [(False, "FULL"), (False, "NULL")]
