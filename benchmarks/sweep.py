@@ -456,7 +456,9 @@ class Sweep:
                 "--max-running-requests", str(maxbs),
                 "--max-total-tokens", str(c.max_total_tokens or self._kv_tokens()),
                 "--mem-fraction-static", f"{frac:g}",
-                "--cuda-graph-backend-prefill", "disabled",
+                # prefill CUDA graphs: SGLang's own default (0.5.16: breakable; sessions 1-32
+                # ran them disabled, and the spec servers' plain prefills would not replay them:
+                # hooks_offpath.prefill_graph_capture_mode)
                 "--cuda-graph-backend-decode", "full",
                 "--cuda-graph-bs-decode", *[str(b) for b in cg],
                 "--random-seed", str(c.seed), "--log-level", "info",

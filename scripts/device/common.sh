@@ -133,6 +133,10 @@ FOUR=plain,eagle3,builtin-adaptive,adaptive-spec:goodput
 THRESHOLD_BOTH="adaptive-spec:threshold=--adaptive-spec-threshold 384 --adaptive-spec-queue-threshold off"
 RUN_FLAGS=(--new-tokens-spread 0.5 --warmup-tokens ${WARMUP:-128} --time-budget-from ${BUDGET_FROM:-128:7,256:8}
   --server-arg=--enable-metrics --system-args "adaptive-spec:goodput+=--adaptive-spec-log-decisions")
+# Sessions 1-32's sweeps ran prefill CUDA graphs disabled (the sweep's own flag until session 33,
+# which leaves SGLang's default, breakable): these scripts keep their runs' setting unless
+# PREFILL_GRAPH names a backend (breakable, tc_piecewise, full)
+RUN_FLAGS+=(--server-arg "--cuda-graph-backend-prefill ${PREFILL_GRAPH:-disabled}")
 
 # The host's physical cores (with their hyperthread siblings) split between the two GPUs'
 # sweeps, since session 9: one plain server's TPOT moved 12.9-16.9 ms between repeats of a run
