@@ -16,7 +16,9 @@
 #      for the hidden-state capture it was captured with, FULL on an EAGLE target. Plain
 #      prefills now ask for it (hooks_offpath.prefill_graph_capture_mode). Plain, forced off
 #      and goodput at 128 / 256 with breakable prefill graphs, 4 passes, lossless per row.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s33.sh gf|pg|pf
+#   pl (~4 min, the session's last device minutes) the low-load side with breakable prefill
+#      graphs: plain and goodput at 1 / 16, 2 passes (goodput drafts there: spec prefills).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s33.sh gf|pg|pf|pl
 source scripts/device/common.sh
 
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
@@ -34,7 +36,7 @@ PY
 }
 
 case "${1:-}" in
-gf|pg|pf)
+gf|pg|pf|pl)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
     ADAPTIVE_SPEC_PHASE_WINDOW_S=1
   PIN=$(core_probe $1-before); say "pinning schedulers to vCPUs $PIN"
@@ -48,6 +50,10 @@ gf|pg|pf)
     sweep 0 gf-frozen-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,adaptive-spec:forced-off \
       --concurrency 128 --repeat 3 --time-budget-s 6 --system-args "$FORCED_OFF" --freeze-gc all \
       >> /tmp/tail-gf.txt
+  elif [ "$1" = pl ]; then
+    sweep 0 pl-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,adaptive-spec:goodput \
+      --concurrency 1,16 --repeat 2 --time-budget-s 6 --min-start-s 60 \
+      --server-arg "--cuda-graph-backend-prefill breakable" --system-args "$GOODPUT" > /tmp/tail-pl.txt
   elif [ "$1" = pf ]; then
     sweep 0 pf-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
       plain,adaptive-spec:forced-off,adaptive-spec:goodput --concurrency 128,256 --repeat 4 --time-budget-s 6 \
@@ -71,7 +77,7 @@ gf|pg|pf)
   core_probe $1-after > /dev/null
   ;;
 *)
-  say "usage: $0 gf|pg|pf"; exit 2
+  say "usage: $0 gf|pg|pf|pl"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"
