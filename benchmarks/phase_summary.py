@@ -2,7 +2,8 @@
 adaptive_spec/sglang_plugin/phase_timing.py): one row per busy window (a sweep level) of each
 server log, wall ms per decode step by phase, so plain and ours line up level by level.
 
-  python -m adaptive_spec.bench.phase_summary [--json OUT] [--vs plain] [--bands 48-64,96-128] server-*.log
+  python -m adaptive_spec.bench.phase_summary [--json OUT] [--vs plain] [--bands 48-64,96-128 [--fit]
+      [--max-ms-per-step 40]] server-*.log
 
 `--bands LO-HI,...` adds one pooled row per server and band of mean running requests, over the
 windows where the server did not draft (`drafting_steps=0`; short windows come from
@@ -12,6 +13,10 @@ splits the same windows' time into a cost per decode step and a cost per prefill
 squares over the windows (wall ms = a x decode steps + b x prefills; the same for the target's
 forward call), because a server can have dearer steps or just more prefills per step (session
 32: at 128 requests ours ran 0.29-0.39 prefills a decode step, eager, 22-29 ms of host time each).
+`--max-ms-per-step MS` leaves windows slower than MS wall ms a decode step out of both (session
+32's profiled repeats pooled into its band rows). The last columns (session 33's fields) are the
+garbage collector's ms a decode step and its full collections, and the scheduler process's main
+and other threads' CPU a wall second.
 """
 from __future__ import annotations
 
