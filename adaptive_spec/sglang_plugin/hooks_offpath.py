@@ -446,11 +446,11 @@ def plain_step(worker, batch, path, ctl):
 
 def plain_prefill_step(worker, batch, ctl):
     """A prefill while drafting is off, as the plain server runs it (`--adaptive-spec-off-prefill
-    plain`, hooks_plain.after_prepare_for_extend): the target alone (through its prefill CUDA graph
-    where it has one: prefill_graph_capture_mode), no draft prefill. Its requests have no draft state in the future map and no draft KV for the
-    prompt, so the next drafting step is a catch-up step (it writes the newest position's draft
-    KV and a fresh draft state); their earlier positions stay unwritten (lossless: only
-    acceptance can suffer). The status counts these prefills (`step_modes["prefill-plain"]`)."""
+    plain`, hooks_plain.after_prepare_for_extend): the target alone (through its prefill CUDA
+    graph where it has one: prefill_graph_capture_mode), no draft prefill. Its requests have no
+    draft state in the future map and no draft KV for the prompt, so the next drafting step is a
+    catch-up step (it writes the newest position's draft KV and a fresh draft state); their
+    earlier positions stay unwritten (lossless: only acceptance can suffer). The status counts these prefills (`step_modes["prefill-plain"]`)."""
     if ctl is not None:
         ctl.note_mode("prefill-plain")
     capture = prefill_graph_capture_mode(worker, hooks_plain.sglang_names().capture_nothing)

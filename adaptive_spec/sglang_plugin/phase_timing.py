@@ -108,7 +108,8 @@ class GcClock:
     Why: session 32's stack sampler found every kernel-launch site of the spec server's eager
     prefills 20-65% dearer than the plain server's, same model and kernels. A collection runs
     inside whichever call allocated last, so it would read exactly so; a spec server holds more
-    long-lived objects (draft model, more CUDA graphs), and a full collection walks all of them."""
+    long-lived objects (draft model, more CUDA graphs), and a full collection walks all of them.
+    GPU, session 33, 128 requests: 0.00-0.01 ms a decode step, no full collection in any window."""
 
     def __init__(self, clock=time.perf_counter):
         self.clock = clock
