@@ -28,18 +28,6 @@ source scripts/device/common.sh
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
 
-# core_speed.py's table into the run's log, its JSON to /tmp (not a result schema: the run log
-# is what gets committed); prints the fastest two vCPUs as "A,B"
-core_probe() {
-  python3 "$REPO/scripts/device/core_speed.py" --rounds 3 --ms 150 --out "/tmp/core-speed-$1.json" >&2
-  python3 - "/tmp/core-speed-$1.json" <<'PY'
-import json, sys
-cpus = json.load(open(sys.argv[1]))["cpus"]
-fast = sorted(cpus, key=lambda c: -cpus[c]["vs_fastest"])
-print(",".join(fast[:2]))
-PY
-}
-
 case "${1:-}" in
 pa|pc|pp|ps)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \

@@ -25,16 +25,6 @@ say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
 FORCED_OFF="adaptive-spec:forced-off=--adaptive-spec-force off"
 
-core_probe() {  # as in call_s32.sh: the table to the log, the fastest two vCPUs printed as "A,B"
-  python3 "$REPO/scripts/device/core_speed.py" --rounds 3 --ms 150 --out "/tmp/core-speed-$1.json" >&2
-  python3 - "/tmp/core-speed-$1.json" <<'PY'
-import json, sys
-cpus = json.load(open(sys.argv[1]))["cpus"]
-fast = sorted(cpus, key=lambda c: -cpus[c]["vs_fastest"])
-print(",".join(fast[:2]))
-PY
-}
-
 case "${1:-}" in
 gf|pg|pf|pl)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \

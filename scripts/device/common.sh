@@ -163,6 +163,18 @@ PY
   [ -n "$c" ] && echo "$c" || echo "0-$(( $(nproc) - 1 ))"
 }
 
+# core_speed.py's table into the run's log, its JSON to /tmp (not a result schema: the run log
+# is what gets committed); prints the fastest two vCPUs as "A,B" (for --pin-scheduler-cpus)
+core_probe() {
+  python3 "$REPO/scripts/device/core_speed.py" --rounds 3 --ms 150 --out "/tmp/core-speed-$1.json" >&2
+  python3 - "/tmp/core-speed-$1.json" <<'PY'
+import json, sys
+cpus = json.load(open(sys.argv[1]))["cpus"]
+fast = sorted(cpus, key=lambda c: -cpus[c]["vs_fastest"])
+print(",".join(fast[:2]))
+PY
+}
+
 sweep() {  # $1 GPU, $2 name, $3 target dir, $4 draft dir, $5 systems, rest: extra sweep flags
   local gpu=$1 name=$2 target=$3 draft=$4 systems=$5; shift 5
   local pin=(); command -v taskset >/dev/null && pin=(taskset -c "$(cores_for "$gpu")")
