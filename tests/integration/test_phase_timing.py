@@ -248,7 +248,8 @@ def test_a_window_reports_the_garbage_collectors_time_and_the_threads_cpu(caplog
             gc.callbacks.remove(gc_clock.callback)
     (line,) = lines(caplog)
     fields = dict(kv.split("=", 1) for kv in line.split() if "=" in kv and not kv.startswith("{"))
-    assert fields["gc_collections"].split("/")[2] == "1" and float(fields["gc_ms_per_decode_step"]) > 0
+    # at least the one full collection asked for (the interpreter may add its own)
+    assert int(fields["gc_collections"].split("/")[2]) >= 1 and float(fields["gc_ms_per_decode_step"]) > 0
     assert '"main": ' in line and '"others": ' in line
 
 
