@@ -44,6 +44,17 @@ from .servers import (SGLANG_LAUNCHER, OURS_LAUNCHER, ServerDied, ServerGroup, S
 DEFAULT_SYSTEMS = ["plain", "eagle3", "builtin-adaptive", "adaptive-spec:threshold"]
 MAX_REPEAT = 20
 DEFAULT_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+def cuda_graph_backends(config) -> dict:
+    """{"decode": backend, "prefill": backend} as the server resolved them (SGLang 0.5.16's
+    /server_info `cuda_graph_config`; {} from a server without it). Since session 33 each row's
+    server says whether its prefills could replay a CUDA graph: every sweep of sessions 1-32 ran
+    them disabled, and the spec servers' plain prefills then missed them."""
+    if not isinstance(config, dict):
+        return {}
+    return {phase: config[phase]["backend"] for phase in ("decode", "prefill")
+            if isinstance(config.get(phase), dict) and "backend" in config[phase]}
+
+
 SERVER_INFO_KEYS = (
     "version", "model_path", "speculative_algorithm", "speculative_num_steps",
     "speculative_num_draft_tokens", "speculative_eagle_topk", "speculative_adaptive",
@@ -732,6 +743,9 @@ class Sweep:
                     if k.startswith("adaptive_spec") and isinstance(v, (int, float, str, bool,
                                                                           type(None))):
                         info[k] = v
+                backends = cuda_graph_backends(obj.get("cuda_graph_config"))
+                if backends:
+                    info["cuda_graph_backends"] = backends
                 ist = obj.get("internal_states")
                 if isinstance(ist, list) and ist and isinstance(ist[0], dict):
                     for k in ("avg_spec_accept_length",):

@@ -83,6 +83,9 @@ class Fake:
             "speculative_num_steps": self.a.speculative_num_steps if self.spec else None,
             "internal_states": [{"avg_spec_accept_length": float(self.k)}],
             "max_total_num_tokens": 100000, "tp_size": self.a.tp_size,
+            # as SGLang 0.5.16 resolves it (the prefill bucket list left out)
+            "cuda_graph_config": {"decode": {"backend": "full", "max_bs": 256},
+                                  "prefill": {"backend": "breakable", "max_bs": 4096}},
         })
 
     async def loads(self, req):

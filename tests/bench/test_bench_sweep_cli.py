@@ -267,6 +267,8 @@ def test_freeze_gc_after_the_warm_up_and_a_server_that_refuses_it_is_measured_an
     assert rc == 0
     res = json.loads(out.read_text())
     assert res["systems"]["plain"]["gc_frozen"] is True
+    # the resolved CUDA-graph backends as /server_info gives them
+    assert res["systems"]["plain"]["server_info"]["cuda_graph_backends"] == {"decode": "full", "prefill": "breakable"}
     assert res["systems"]["adaptive-spec:threshold"]["gc_frozen"] is False
     assert {r["system"] for r in res["rows"]} == {"plain", "adaptive-spec:threshold"}
     assert schema.validate_file(out) == []
