@@ -10,7 +10,8 @@ path's cost from admission and ramp effects in a sweep's end-to-end numbers. Als
 level: the ``Prefill batch`` lines logged while the running batch was in the same window (each
 decode line stands for 40 decode steps, so prefill_batches / decode_lines * 40 is the prefill
 batches per 40 decode steps, and median_gen_tok_s / level the decode steps per second when
-every step yields one token per request).
+every step yields one token per request); `prefill_requests` is the requests those prefill
+batches admitted (`#new-seq`).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ LEVELS = (32, 64, 128, 256)
 _RUN = re.compile(r"Decode batch, #running-req: (\d+),")
 _GEN = re.compile(r"gen throughput \(token/s\): ([\d.]+)")
 _PREFILL_RUN = re.compile(r"Prefill batch, .*#running-req: (\d+),")
+_NEW_SEQ = re.compile(r"Prefill batch, #new-seq: (\d+),")
 
 
 def _levels_of(running: int, levels: Sequence[int]) -> List[int]:
@@ -50,21 +52,33 @@ def prefill_batches(lines: Iterable[str], levels: Sequence[int] = LEVELS) -> Dic
     return out
 
 
+def prefill_requests(lines: Iterable[str], levels: Sequence[int] = LEVELS) -> Dict[int, int]:
+    """The requests those prefill batches admitted (their `#new-seq`), per level: with
+    prefill_batches, how many requests a prefill batch held (session 32: 1.38-1.41 at 128)."""
+    out = {n: 0 for n in levels}
+    for ln in lines:
+        r, q = _PREFILL_RUN.search(ln), _NEW_SEQ.search(ln)
+        if r and q:
+            for n in _levels_of(int(r.group(1)), levels):
+                out[n] += int(q.group(1))
+    return out
+
+
 def main(argv: Sequence[str]) -> int:
     if not argv:
         print("usage: python -m adaptive_spec.bench.log_throughput LOG [LOG ...]", file=sys.stderr)
         return 2
-    print("log,running_level,decode_lines,median_gen_tok_s,prefill_batches")
+    print("log,running_level,decode_lines,median_gen_tok_s,prefill_batches,prefill_requests")
     for path in argv:
         try:
             text = Path(path).read_text(errors="replace").splitlines()
         except OSError as e:
             print(f"log_throughput: cannot read {path}: {e.strerror}", file=sys.stderr)
             return 2
-        prefills = prefill_batches(text)
+        prefills, admitted = prefill_batches(text), prefill_requests(text)
         for n, v in decode_rates(text).items():
             med = f"{statistics.median(v):.0f}" if v else ""
-            print(f"{Path(path).parent.name}/{Path(path).name},{n},{len(v)},{med},{prefills[n]}")
+            print(f"{Path(path).parent.name}/{Path(path).name},{n},{len(v)},{med},{prefills[n]},{admitted[n]}")
     return 0
 
 

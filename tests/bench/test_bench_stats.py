@@ -286,6 +286,23 @@ def test_prefill_batches_are_counted_per_running_level():
     assert prefill_batches(lines, levels=(128, 256)) == {128: 2, 256: 1}
 
 
+def test_prefill_requests_sum_the_new_sequences_of_those_batches(capsys, tmp_path):
+    from adaptive_spec.bench.log_throughput import main, prefill_requests
+
+    def line(new_seq, running):
+        return (f"[2026-12-03 12:40:11] Prefill batch, #new-seq: {new_seq}, #new-token: 168, #cached-token: 0, "
+                f"token usage: 0.19, #running-req: {running}, #queue-req: 0, #pending-token: 0")
+
+    lines = [line(1, 126), line(2, 130), line(3, 100), line(5, 256)]
+    assert prefill_requests(lines, levels=(128, 256)) == {128: 3, 256: 5}
+    log = tmp_path / "server-plain.log.batches"
+    log.write_text("\n".join(lines) + "\n")
+    assert main([str(log)]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0].endswith(",prefill_batches,prefill_requests")
+    assert [r.split(",")[-2:] for r in rows[1:] if r.split(",")[1] == "128"] == [["2", "3"]]
+
+
 def test_a_levels_decisions_in_its_steady_window_apart_from_ramp_and_drain():
     # session 17: a 128-request level's drafting steps were mostly in its ramp-up and drain,
     # which the level's totals could not show
