@@ -58,10 +58,6 @@ _budgets = _mapping(":", int, float, "N:SECONDS,... (e.g. 128:8,256:10)")  # 128
 _system_steps = _mapping("=", str, int, "NAME=STEPS,... (e.g. adaptive-spec:goodput=7)")
 
 
-def _names(s: str) -> List[str]:
-    return [x.strip() for x in s.split(",") if x.strip()]
-
-
 def _cpu_list(s: str) -> List[int]:
     from .cpu_pin import parse_cpus
     try:
