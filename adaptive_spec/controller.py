@@ -138,6 +138,10 @@ FLUSH_EVERY = 64
 # Step modes that end an off period (hooks_offpath): SGLang's catch-up step, or the drafting step
 # right after a full catch-up. Neither is a sample of its step count's cost.
 REENTRY_MODES = ("catchup", "reentry")
+# Results whose time a switch from off to drafting lands in (overlap scheduler): the last off
+# step's (processed after the switching step's launch, where the catch-up's host work runs), the
+# switching step's and the next one's (policy/switch_cost.py)
+SWITCH_ON_RESULTS = 3
 MAX_PREFILL_S = 0.5  # a longer wait since the last result holds idle time, not only a prefill
 
 
@@ -178,6 +182,8 @@ class Controller:
         self.results_seen = 0
         self._unsampled = 0  # decode results whose wall time includes a prefill (see on_extend)
         self._prefill_results_reported = False
+        self._last_result: Optional[tuple] = None  # (steps, wall seconds or None) of the last decode result
+        self._switch_on: Optional[tuple] = None  # (batch size, [(priced steps, seconds)]) being gathered
         self.listeners = []  # callables(decision, snapshot): metrics
         self.result_listeners = []  # callables(steps, step_seconds or None): metrics
         try:
@@ -236,6 +242,7 @@ class Controller:
             if mode != "catchup" and accepted is not None:
                 self.staleness.on_drafting_result(steps, accepted, len(correct_drafts_per_req))
             dt = self.timer.tick(steps)
+            self._gather_switch_on(len(correct_drafts_per_req), steps, mode, dt)
             if mode in REENTRY_MODES or self._unsampled > 0:
                 dt = None
             self._unsampled = max(0, self._unsampled - 1)
@@ -250,6 +257,24 @@ class Controller:
             self.fail(f"result hook: {exc!r}")
             return
         _notify(self.result_listeners, steps, dt)
+
+    def _gather_switch_on(self, batch_size: int, steps: int, mode: Optional[str], dt: Optional[float]) -> None:
+        """The wall times of the SWITCH_ON_RESULTS results around a switch from an off step to
+        drafting, each with the step count the table prices it at (0 for the off step and for
+        SGLang's catch-up step, which outputs one token a request), to the policy once all are
+        in (`observe_switch_on`). Rank-identical but for the times, as every input."""
+        last, self._last_result = self._last_result, (steps, dt)
+        if self._switch_on is not None:
+            size, results = self._switch_on
+            results.append((steps, dt))
+            if len(results) < SWITCH_ON_RESULTS:
+                return
+            self._switch_on = None
+            observe = getattr(self.policy, "observe_switch_on", None)
+            if observe is not None and all(seconds is not None for _, seconds in results):
+                observe(size, results)
+        elif mode in REENTRY_MODES and last is not None and last[0] == 0:
+            self._switch_on = (batch_size, [(0, last[1]), (0 if mode == "catchup" else steps, dt)])
 
     @property
     def off_run(self) -> int:

@@ -100,6 +100,7 @@ from typing import Callable, Iterable, Optional
 from ..signals import AcceptanceStats, LoadSnapshot
 from .base import Decision
 from .prefill_load import PrefillLoad
+from .switch_cost import SwitchCost
 
 MAX_BUCKET_EXP = 12  # batch buckets 1, 2, 4, ... 4096
 
@@ -409,6 +410,10 @@ class GoodputPolicy:
         self.table = StepTimeTable(cfg.max_steps)
         # prefill seconds per decode step, and how they change with k (prefill_load.py)
         self.prefill = PrefillLoad(MAX_BUCKET_EXP + 1)
+        # what a switch from k = 0 to drafting costs (the catch-up of the stale draft KV), and
+        # the decisions a drafting run must last to pay it back (switch_cost.py)
+        self.switch = SwitchCost(MAX_BUCKET_EXP + 1)
+        self.switch_horizon = 128
         self.reducer = reducer or (lambda v: v)
         self.sync_interval = 32
         # decisions between an asynchronous sync's start and its merge (see the module doc);
@@ -473,6 +478,15 @@ class GoodputPolicy:
         `batch_size`."""
         if seconds > 0:
             self.prefill.on_prefill(bucket_of(batch_size), seconds, max(0, admitted))
+
+    def observe_switch_on(self, batch_size: int, results: list) -> None:
+        """The results around a switch from an off step to drafting, as (step count the table
+        prices it at, seconds): their time beyond that price is what the switch cost
+        (switch_cost.py)."""
+        bucket = bucket_of(batch_size)
+        row = self.table.settled_row(bucket)
+        excess = sum(seconds - self.step_time(bucket, k, row) for k, seconds in results)
+        self.switch.observe(bucket, excess)
 
     def observe_decode(self, batch_size: int, tokens_per_request: float) -> None:
         """A decode result: each request gained `tokens_per_request` tokens (mean)."""
@@ -563,11 +577,11 @@ class GoodputPolicy:
         return decision
 
     def _start_sync(self, d: int) -> None:
-        """One all-reduce for the table and the prefill term (under TP each reducer call is a
-        collective on the CPU group): merged now, or `sync_lag` decisions later when the
-        reducer is asynchronous."""
+        """One all-reduce for the table, the prefill term and the switch cost (under TP each
+        reducer call is a collective on the CPU group): merged now, or `sync_lag` decisions
+        later when the reducer is asynchronous."""
         table_part = self.table.local_vector()
-        values = table_part + self.prefill.local_vector()
+        values = table_part + self.prefill.local_vector() + self.switch.local_vector()
         start = getattr(self.reducer, "start", None)
         if start is None:
             self._merge(self.reducer(values), len(table_part))
@@ -575,8 +589,10 @@ class GoodputPolicy:
             self._pending_syncs.append((d + self.sync_lag, start(values), len(table_part)))
 
     def _merge(self, merged: list, n_table: int) -> None:
+        n_switch = 2 * self.switch.buckets
         self.table.merge(merged[:n_table])
-        self.prefill.merge(merged[n_table:])
+        self.prefill.merge(merged[n_table:len(merged) - n_switch])
+        self.switch.merge(merged[len(merged) - n_switch:])
 
     def _decide(self, bucket: int, acc: AcceptanceStats) -> Decision:
         expected = self.expected_tokens(acc)
@@ -585,7 +601,7 @@ class GoodputPolicy:
         probe = self._probe(bucket, expected, goodput, goodput[_argmax(candidates, goodput)])
         if probe is not None:
             return Decision(probe, self._probe_reason)
-        best, reason = self._choose(times, candidates, goodput, expected)
+        best, reason = self._choose(bucket, times, candidates, goodput, expected)
         self._current = best
         return Decision(best, reason)
 
@@ -594,8 +610,9 @@ class GoodputPolicy:
         changing nothing: a prefill asks whether the batch its requests join will draft
         (hooks_plain.after_prepare_for_extend). Rank-identical as `decide` is."""
         expected = self.expected_tokens(acc)
-        times, candidates, goodput = self._goodput_at(bucket_of(snap.running), expected)
-        return self._choose(times, candidates, goodput, expected)[0]
+        bucket = bucket_of(snap.running)
+        times, candidates, goodput = self._goodput_at(bucket, expected)
+        return self._choose(bucket, times, candidates, goodput, expected)[0]
 
     def _goodput_at(self, bucket: int, expected: list[float]) -> tuple:
         """(each k's time per decode step, the k that may be chosen, each k's goodput)."""
@@ -604,10 +621,11 @@ class GoodputPolicy:
         times = [t + self.prefill.per_step(bucket, e) for e, t in zip(expected, times)]
         return times, candidates, [e / t for e, t in zip(expected, times)]
 
-    def _choose(self, times: list, candidates: list, goodput: list, expected: list) -> tuple:
+    def _choose(self, bucket: int, times: list, candidates: list, goodput: list, expected: list) -> tuple:
         """(k, reason): the best goodput among the candidates (those meeting the TPOT target,
         when one is set and any does), kept at the current k unless a switch gains more than
-        `switch_margin`."""
+        `switch_margin`; from k = 0, unless drafting also pays back what turning it on costs
+        at this bucket (`switch_cost`) within `switch_horizon` of its steps."""
         reason = "cost_model"
         slo = self.cfg.tpot_slo_ms
         if slo is not None:
@@ -616,8 +634,16 @@ class GoodputPolicy:
                 candidates, reason = meets, "slo"
         best = _argmax(candidates, goodput)
         cur = self._current
-        if cur is not None and cur in candidates and goodput[best] <= goodput[cur] * (1 + self.switch_margin):
-            best = cur  # not worth a switch
+        if cur is not None and cur in candidates:
+            stay = goodput[cur] * (1 + self.switch_margin)
+            if goodput[best] <= stay:
+                best = cur  # not worth a switch
+            elif cur == 0:
+                # the catch-up's time buys no tokens: over the horizon drafting runs that much
+                # shorter (session 34: switched on 7 times in 6 s where k = 3 tied k = 0)
+                horizon = self.switch_horizon * times[best]
+                if goodput[best] * max(0.0, 1.0 - self.switch.cost(bucket) / horizon) <= stay:
+                    best = 0
         return best, reason
 
     def _bucket_view(self, bucket: int) -> tuple:
@@ -799,4 +825,5 @@ class GoodputPolicy:
                 "prefill_ms_admitted_tokens_per_step": self.prefill.snapshot(),
                 # a prefill batch's fixed and per-new-request cost (checked, not used yet)
                 "prefill_batch_fit_ms": self.prefill.snapshot_fit(),
+                "switch_on_ms": self.switch.snapshot(),
                 "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in enumerate(self._last_goodput)}}

@@ -9,9 +9,14 @@
 #      2.280x in session 31, graphs off).
 #   lo (~8 min) plain, eagle3 and goodput at 1 / 32 / 64, 2 passes: the low-load side and the
 #      crossover band (1.03x asked; not measured since session 26).
+#   sw (~6 min) lo's crossover band found goodput at 0.88x / 0.91x of plain at 64 requests (EAGLE-3
+#      0.96x / 0.93x), its off steps as cheap as plain's, with 7 switches from off to drafting
+#      in one steady window: a catch-up the policy priced at nothing. It now learns what a
+#      switch on costs per batch size (policy/switch_cost.py) and turns drafting on only where
+#      that pays back. Plain, eagle3 and goodput at 32 / 64, 3 passes.
 #   pm (~7 min) issue 10: session 32's MoE run (Qwen3-MoE layout, dial 0.7, 4 / 16, empty
 #      caches) with breakable prefill graphs.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s34.sh hi|lo|pm
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s34.sh hi|lo|sw|pm
 PREFILL_GRAPH=${PREFILL_GRAPH:-breakable}  # SGLang's default, which common.sh turns off otherwise
 source scripts/device/common.sh
 
@@ -19,7 +24,7 @@ say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
 
 case "${1:-}" in
-hi|lo)
+hi|lo|sw)
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
     ADAPTIVE_SPEC_PHASE_WINDOW_S=1
   PIN=$(core_probe $1-before); say "pinning schedulers to vCPUs $PIN"
@@ -29,6 +34,9 @@ hi|lo)
   if [ "$1" = hi ]; then
     sweep 0 hi-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "$FOUR" \
       --concurrency 128,256 --repeat 3 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-hi.txt
+  elif [ "$1" = sw ]; then
+    sweep 0 sw-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,eagle3,adaptive-spec:goodput \
+      --concurrency 32,64 --repeat 3 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-sw.txt
   else
     sweep 0 lo-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,eagle3,adaptive-spec:goodput \
       --concurrency 1,32,64 --repeat 2 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-lo.txt
@@ -45,7 +53,7 @@ pm)
   PREFILL_GRAPH=$PREFILL_GRAPH DEADLINE_S=${DEADLINE_S:-540} exec bash "$REPO/scripts/device/call_s32.sh" pm
   ;;
 *)
-  say "usage: $0 hi|lo|pm"; exit 2
+  say "usage: $0 hi|lo|sw|pm"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"
