@@ -3,6 +3,9 @@ from the results around each switch, and paid back before drafting turns on. Sim
 no GPU, no performance claim."""
 
 import random
+import threading
+
+import pytest
 
 from adaptive_spec.config import AdaptiveSpecConfig
 from adaptive_spec.controller import Controller
@@ -11,6 +14,7 @@ from adaptive_spec.policy.switch_cost import SwitchCost
 from adaptive_spec.signals import LoadSnapshot
 
 from .draft_sim import correct_drafts
+from .test_goodput_policy import _ThreadRanksMean
 
 P = 0.7
 E3 = 1 + P + P * P + P ** 3
@@ -72,30 +76,33 @@ def costs_at(bs: int, busy_ratio: float, idle_ratio: float) -> tuple:
     `idle_ratio` x at 32 and below; k = 1, 2 lose."""
     if bs > 32:
         return (0.008, 0.016, 0.019, 0.008 * E3 / busy_ratio)
-    return (0.006, 0.011, 0.012, 0.006 * E3 / idle_ratio)
+    return (0.006, 0.011, 0.0135, 0.006 * E3 / idle_ratio)
 
 
-def run_switching(ctl, loads, cost, switch_s, seed, noise=0.05):
+def run_switching(ctl, loads, cost, switch_s, seed, noise=0.05, time_seed=None, skew=1.0):
     """Drive the controller as the server does (overlap scheduler: step i's result after decision
     i + 1, times through its timer, worker modes), where each switch from off to drafting costs
     `switch_s` of catch-up, half on the last off step's result and half on the switching step's.
+    Acceptance draws come from `seed`, times (x `skew`) from `time_seed` (default: `seed`), so
+    simulated TP ranks share the first and not the second.
     Returns (chosen k per decision, simulated tokens per second, switches on)."""
     dts = []
     ctl.timer.tick = lambda steps, now=None: dts.pop(0)
     rng = random.Random(seed)
+    time_rng = random.Random(seed if time_seed is None else time_seed)
     pending, last_k, chosen, wall, tokens, switches = None, None, [], 0.0, 0, 0
     for bs in loads:
         ctl.on_snapshot(LoadSnapshot(running=bs))
         k = ctl.decide(bs).steps
         mode = "off" if k == 0 else ("catchup" if last_k == 0 else "on")
-        t = cost(bs)[k] * (1 + rng.uniform(-noise, noise))
+        t = skew * cost(bs)[k] * (1 + time_rng.uniform(-noise, noise))
         wall += t
         if mode == "catchup":
             switches += 1
-            wall += switch_s
-            t += switch_s / 2
+            wall += skew * switch_s
+            t += skew * switch_s / 2
             if pending is not None:
-                pending[2] += switch_s / 2
+                pending[2] += skew * switch_s / 2
         if pending is not None:
             dts.append(pending[2])
             ctl.on_result(pending[0], pending[1], pending[3])
@@ -115,18 +122,20 @@ def test_short_dips_into_a_size_where_drafting_barely_wins_do_not_pay_a_catch_up
     def cost(bs):
         return costs_at(bs, 0.97, 1.08)
 
-    for seed in range(3):
+    priced_total = unpriced_total = 0
+    for seed in range(6):
         unpriced = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
         unpriced.policy.observe_switch_on = lambda *args: None  # as before session 34
         _, unpriced_rate, unpriced_switches = run_switching(unpriced, loads, cost, 0.1, seed)
         ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
         _, rate, switches = run_switching(ctl, loads, cost, 0.1, seed)
-        assert switches <= 8, (seed, switches)
+        assert switches <= 10, (seed, switches)
         assert rate >= 0.999 * unpriced_rate, (seed, rate, unpriced_rate)
         learned = ctl.policy.switch.cost(bucket_of(28))
         assert 0.07 < learned < 0.13, learned  # the simulated 100 ms, from the step times alone
-        if seed == 1:  # the seed where the unpriced policy switched on most
-            assert unpriced_switches >= 3 * switches, (unpriced_switches, switches)
+        priced_total += switches
+        unpriced_total += unpriced_switches
+    assert unpriced_total >= 3 * priced_total, (unpriced_total, priced_total)
 
 
 def test_a_large_gain_still_turns_drafting_on_at_once_whatever_a_switch_costs():
@@ -142,3 +151,29 @@ def test_a_large_gain_still_turns_drafting_on_at_once_whatever_a_switch_costs():
     down, _, _ = run_switching(ctl, [256] * 200 + [1] * 200, cost, 0.1, 1)
     assert down[150:200].count(0) == 50  # plain at 256
     assert down[200:260].index(3) <= 5, down[200:220]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_every_rank_prices_a_switch_alike_from_its_own_timings(asynchronous):
+    """Simulated TP ranks: the same batches, acceptance and worker modes, each rank's own step and
+    catch-up times (noise; rank 2 10% slower). The switch cost is merged at the policy's syncs
+    through the reducer like the step-time table, so every rank decides the same."""
+    ranks = 3
+    reducers = _ThreadRanksMean(ranks, asynchronous)
+    loads = ([48] * 60 + [28] * 20) * 20
+    out = [None] * ranks
+
+    def run(r):
+        ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3), rank=r, reducer=reducers.for_rank(r))
+        chosen, _, switches = run_switching(ctl, loads, lambda bs: costs_at(bs, 0.97, 1.08), 0.1, 0,
+                                            time_seed=100 + r, skew=1.1 if r == 2 else 1.0)
+        out[r] = (chosen, switches, ctl.policy.switch.snapshot())
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(ranks)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert all(o is not None for o in out)
+    assert out[0] == out[1] == out[2]
+    assert out[0][1] >= 2 and out[0][2]  # it did switch on, and priced it
