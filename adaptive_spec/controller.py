@@ -284,7 +284,7 @@ class Controller:
         ran with the draft for PLAIN_PREFILL_AFTER_OFF_STEPS decisions after every probe."""
         return self._off_streak if self.last is not None and self.last.steps == 0 else 0
 
-    def prefill_may_run_plain(self, new_requests: int, min_off_run: int) -> bool:
+    def prefill_may_run_plain(self, new_requests: int, min_off_run: int, still_running=None) -> bool:
         """Whether a prefill of `new_requests` may skip the draft (hooks_plain): drafting has
         been off for `min_off_run` decisions (a probe pausing the count), or the batch grows
         out of the size class of the last decision into one where the policy would run no
@@ -297,13 +297,16 @@ class Controller:
         the policy chose plain on every steady step). Within the size class of the last
         decision the off run alone decides: there the forecast is that decision, and a choice
         switching in the crossover band would let requests draft soon from a prompt the
-        draft never saw."""
+        draft never saw. `still_running()`: the running batch's requests that stay in it (the
+        snapshot counts finished ones SGLang has not dropped yet, hooks_plain.still_running);
+        called only when the forecast is asked."""
         if self.off_run >= min_off_run:
             return True
         forecast = getattr(self.policy, "forecast", None)
         if forecast is None or self.fallback_reason is not None or self.last is None:
             return False  # no forecast; or no decision yet: a new server's first requests
-        after = self.snapshot.running + new_requests
+        running = still_running() if still_running is not None else None
+        after = (self.snapshot.running if running is None else running) + new_requests
         if bucket_of(after) == bucket_of(self.decided_running):
             return False
         try:

@@ -52,6 +52,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import weakref
 from types import SimpleNamespace
 
 import torch
@@ -65,8 +66,9 @@ PLAIN_MARK = "_as_plain"  # on a ScheduleBatch: its current step runs (or last r
 STEPS_ATTR = "_as_steps"  # on a ScheduleBatch: the step count decided at its preparation
 
 # future_map: the scheduler's FutureMap while the path is on (None: off); spec_algorithm: the
-# server's; publish_as_length: the request slots of the plain step whose publish is next
-_state = SimpleNamespace(future_map=None, spec_algorithm=None, publish_as_length=None)
+# server's; publish_as_length: the request slots of the plain step whose publish is next;
+# scheduler: a weak reference to the Scheduler (its running batch, read by a prefill's check)
+_state = SimpleNamespace(future_map=None, spec_algorithm=None, publish_as_length=None, scheduler=None)
 
 
 @functools.lru_cache(maxsize=None)
@@ -117,6 +119,7 @@ def after_init_overlap(ret, sched, *args, **kwargs):
         turn_off(ctl, f"not available here ({why})", level=logging.WARNING)
         return None
     _state.future_map = sched.future_map
+    _state.scheduler = weakref.ref(sched)
     _state.spec_algorithm = sched.spec_algorithm
     logger.info("adaptive_spec: plain off path ready: off steps run as plain decode batches")
     return None
@@ -216,7 +219,7 @@ def after_prepare_for_extend(ret, batch, *args, **kwargs):
         return None
     if any(getattr(req, "multimodal_inputs", None) is not None for req in batch.reqs):
         return None  # the catch-up re-runs prompts from their token ids: not an image's
-    if not ctl.prefill_may_run_plain(len(batch.reqs), PLAIN_PREFILL_AFTER_OFF_STEPS):
+    if not ctl.prefill_may_run_plain(len(batch.reqs), PLAIN_PREFILL_AFTER_OFF_STEPS, still_running):
         return None
     batch.spec_algorithm = sglang_names().no_spec
     setattr(batch, PLAIN_MARK, True)
@@ -224,6 +227,22 @@ def after_prepare_for_extend(ret, batch, *args, **kwargs):
     for req, start in zip(batch.reqs, cached):
         setattr(req, catchup.STALE_FROM, start)
     return None
+
+
+def still_running() -> int | None:
+    """The scheduler's running requests that have not finished (None: unknown). SGLang drops
+    finished requests from its running batch only when it prepares the next decode step, and a
+    prefill comes first: the batch a closed-loop client's replacements are prefilled beside
+    still holds the requests they replace. Counted, those put a full batch into the next size
+    class: GPU, session 34 (32 requests, SGLang's batch lines), 66 of 310 prefills at 20-32
+    running read running + new above 32, and 9-16 prefills a 6-s window ran plain (the forecast
+    there: no drafts) into a drafting batch, each request then drafting over a prompt the draft
+    never saw. O(running batch), once per prefill batch that asks."""
+    try:
+        reqs = _state.scheduler().running_batch.reqs
+        return sum(1 for req in reqs if not req.finished())
+    except Exception:  # no scheduler or batch (tests, another SGLang): the snapshot's count
+        return None
 
 
 def before_merge_batch(batch, other, *args, **kwargs):

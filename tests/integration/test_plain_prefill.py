@@ -117,6 +117,48 @@ def test_a_prefill_growing_the_batch_to_where_the_policy_runs_plain_skips_the_dr
     assert prepared == [False, True]
 
 
+class _Scheduler:
+    """What `hooks_plain.still_running` reads of SGLang's Scheduler: its running batch."""
+
+    def __init__(self, running_batch):
+        self.running_batch = running_batch
+
+
+def test_requests_that_finished_in_a_full_batch_do_not_count_towards_the_one_their_successors_join(
+        monkeypatch, future_map):
+    """A closed loop at its cap of 32: three requests finished, and SGLang still holds them in
+    its running batch (it drops them when it prepares the next decode step) while their three
+    successors are prefilled. The batch stays at 32, the last decision's size class (17-32),
+    where the policy drafts: SGLang's prefill. Counted with the finished ones (35, where the
+    forecast runs plain) the prefill ran plain into a drafting batch (GPU, session 34)."""
+    import weakref
+
+    from sglang.srt.managers.schedule_batch import FINISH_LENGTH
+
+    from adaptive_spec.policy import Decision
+    from adaptive_spec.signals import LoadSnapshot
+
+    from .test_hooks_sglang import make_req
+
+    install(monkeypatch, AdaptiveSpecConfig(**PLAIN_PREFILL))
+    ctl = state.get_controller()
+    plain_above_32 = lambda snap, acc: 0 if snap.running > 32 else 3  # noqa: E731
+    monkeypatch.setattr(ctl, "policy", types.SimpleNamespace(
+        max_steps=3, forecast=plain_above_32, decide=lambda snap, acc: Decision(3, "cost_model")))
+    ctl.decide(29)
+    running = types.SimpleNamespace(reqs=[make_req(f"run{i}", 8) for i in range(32)])
+    for req in running.reqs[:3]:
+        req.finished_reason = FINISH_LENGTH(length=8)
+    ctl.on_snapshot(LoadSnapshot(running=32))  # SGLang's batch size: the finished ones in it
+    prepared = []
+    for sched in (_Scheduler(running), None):  # None: no scheduler known, the snapshot's count
+        monkeypatch.setattr(hooks_plain._state, "scheduler", weakref.ref(sched) if sched else None)
+        batch = prefill_batch(future_map, rows=[2, 5, 6])
+        hooks_plain.after_prepare_for_extend(None, batch)
+        prepared.append(batch.spec_algorithm.is_none())
+    assert prepared == [False, True]
+
+
 def test_a_plain_prefill_merging_into_a_spec_batch_joins_its_draft_input(monkeypatch, future_map):
     """SGLang merges the draft inputs of the two batches (EagleDraftInput.merge_batch); a plain
     prefill has none, so it takes one keyed on its request slots: the next spec step gathers its

@@ -35,7 +35,7 @@ def future_map(monkeypatch):
     fm = FutureMap("cpu", SpeculativeAlgorithm.EAGLE3, pool, needs_cpu_seq_lens=False)
     fm.pool_for_tests = pool
     monkeypatch.setattr(hooks_plain, "_state", types.SimpleNamespace(
-        future_map=fm, spec_algorithm=SpeculativeAlgorithm.EAGLE3, publish_as_length=None))
+        future_map=fm, spec_algorithm=SpeculativeAlgorithm.EAGLE3, publish_as_length=None, scheduler=None))
     return fm
 
 
