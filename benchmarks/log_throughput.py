@@ -11,7 +11,10 @@ level: the ``Prefill batch`` lines logged while the running batch was in the sam
 decode line stands for 40 decode steps, so prefill_batches / decode_lines * 40 is the prefill
 batches per 40 decode steps, and median_gen_tok_s / level the decode steps per second when
 every step yields one token per request); `prefill_requests` is the requests those prefill
-batches admitted (`#new-seq`).
+batches admitted (`#new-seq`), and `prefills_past_level` those batches whose running requests and
+new ones add up to more than the level: a closed loop of N clients never holds more than N, so
+the excess are finished requests SGLang still holds beside their successors' prefill (it drops
+them at the next decode step's preparation; session 34).
 """
 from __future__ import annotations
 
@@ -64,21 +67,33 @@ def prefill_requests(lines: Iterable[str], levels: Sequence[int] = LEVELS) -> Di
     return out
 
 
+def prefills_past_level(lines: Iterable[str], levels: Sequence[int] = LEVELS) -> Dict[int, int]:
+    """Per level, its prefill batches whose `#running-req` + `#new-seq` exceed the level."""
+    out = {n: 0 for n in levels}
+    for ln in lines:
+        r, q = _PREFILL_RUN.search(ln), _NEW_SEQ.search(ln)
+        if r and q:
+            total = int(r.group(1)) + int(q.group(1))
+            for n in _levels_of(int(r.group(1)), levels):
+                out[n] += total > n
+    return out
+
+
 def main(argv: Sequence[str]) -> int:
     if not argv:
         print("usage: python -m adaptive_spec.bench.log_throughput LOG [LOG ...]", file=sys.stderr)
         return 2
-    print("log,running_level,decode_lines,median_gen_tok_s,prefill_batches,prefill_requests")
+    print("log,running_level,decode_lines,median_gen_tok_s,prefill_batches,prefill_requests,prefills_past_level")
     for path in argv:
         try:
             text = Path(path).read_text(errors="replace").splitlines()
         except OSError as e:
             print(f"log_throughput: cannot read {path}: {e.strerror}", file=sys.stderr)
             return 2
-        prefills, admitted = prefill_batches(text), prefill_requests(text)
+        prefills, admitted, past = prefill_batches(text), prefill_requests(text), prefills_past_level(text)
         for n, v in decode_rates(text).items():
             med = f"{statistics.median(v):.0f}" if v else ""
-            print(f"{Path(path).parent.name}/{Path(path).name},{n},{len(v)},{med},{prefills[n]},{admitted[n]}")
+            print(f"{Path(path).parent.name}/{Path(path).name},{n},{len(v)},{med},{prefills[n]},{admitted[n]},{past[n]}")
     return 0
 
 

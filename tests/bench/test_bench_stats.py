@@ -299,8 +299,21 @@ def test_prefill_requests_sum_the_new_sequences_of_those_batches(capsys, tmp_pat
     log.write_text("\n".join(lines) + "\n")
     assert main([str(log)]) == 0
     rows = capsys.readouterr().out.splitlines()
-    assert rows[0].endswith(",prefill_batches,prefill_requests")
-    assert [r.split(",")[-2:] for r in rows[1:] if r.split(",")[1] == "128"] == [["2", "3"]]
+    assert rows[0].endswith(",prefill_batches,prefill_requests,prefills_past_level")
+    assert [r.split(",")[-3:-1] for r in rows[1:] if r.split(",")[1] == "128"] == [["2", "3"]]
+
+
+def test_prefills_past_a_level_count_batches_that_would_hold_more_than_its_clients():
+    """Session 34: beside a full closed loop's prefill SGLang still holds the finished requests
+    their successors replace (#running-req 31 + #new-seq 2 at 32 clients)."""
+    from adaptive_spec.bench.log_throughput import prefills_past_level
+
+    def line(new_seq, running):
+        return (f"[2026-12-03 14:40:11] Prefill batch, #new-seq: {new_seq}, #new-token: 80, #cached-token: 0, "
+                f"token usage: 0.1, #running-req: {running}, #queue-req: 0, #pending-token: 0")
+
+    lines = [line(2, 31), line(1, 31), line(1, 32), line(3, 31), line(3, 30), line(5, 127)]  # 30: not at 32
+    assert prefills_past_level(lines, levels=(32, 128)) == {32: 3, 128: 1}
 
 
 def test_a_levels_decisions_in_its_steady_window_apart_from_ramp_and_drain():
