@@ -30,13 +30,8 @@ GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
 
 case "${1:-}" in
 pa|pc|pp|ps)
-  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
-    ADAPTIVE_SPEC_PHASE_WINDOW_S=1
   if [ "$1" = ps ]; then export ADAPTIVE_SPEC_STACK_SAMPLER=1; fi
-  PIN=$(core_probe $1-before); say "pinning schedulers to vCPUs $PIN"
-  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
-  say "model built"
-  RUN_FLAGS+=(--start-timeout-s 200 --server-arg "--stream-interval 4" --pin-scheduler-cpus "$PIN")
+  dense_pinned_setup $1
   if [ "$1" = pa ]; then
     sweep 0 pa-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,adaptive-spec:goodput \
       --concurrency 128,256 --repeat 8 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-pa.txt

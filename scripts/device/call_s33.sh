@@ -27,12 +27,7 @@ FORCED_OFF="adaptive-spec:forced-off=--adaptive-spec-force off"
 
 case "${1:-}" in
 gf|pg|pf|pl)
-  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
-    ADAPTIVE_SPEC_PHASE_WINDOW_S=1
-  PIN=$(core_probe $1-before); say "pinning schedulers to vCPUs $PIN"
-  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
-  say "model built"
-  RUN_FLAGS+=(--start-timeout-s 200 --server-arg "--stream-interval 4" --pin-scheduler-cpus "$PIN")
+  dense_pinned_setup $1
   if [ "$1" = gf ]; then
     sweep 0 gf-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,adaptive-spec:forced-off \
       --concurrency 128 --repeat 3 --time-budget-s 6 --system-args "$FORCED_OFF" \

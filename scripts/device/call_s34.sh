@@ -25,12 +25,7 @@ GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
 
 case "${1:-}" in
 hi|lo|sw)
-  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
-    ADAPTIVE_SPEC_PHASE_WINDOW_S=1
-  PIN=$(core_probe $1-before); say "pinning schedulers to vCPUs $PIN"
-  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
-  say "model built"
-  RUN_FLAGS+=(--start-timeout-s 200 --server-arg "--stream-interval 4" --pin-scheduler-cpus "$PIN")
+  dense_pinned_setup $1
   if [ "$1" = hi ]; then
     sweep 0 hi-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "$FOUR" \
       --concurrency 128,256 --repeat 3 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-hi.txt

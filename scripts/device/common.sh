@@ -175,6 +175,18 @@ print(",".join(fast[:2]))
 PY
 }
 
+# Sessions 32-34's setting: the dense 8B pair at dial 0.7 (built in /tmp/soak-8b), the phase clocks
+# in 1-s windows, --stream-interval 4, every scheduler pinned to the probe's fastest two vCPUs
+# (`core_probe $1-before`); sets PIN and adds to RUN_FLAGS.
+dense_pinned_setup() {
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
+    ADAPTIVE_SPEC_PHASE_WINDOW_S=1
+  PIN=$(core_probe $1-before); say "pinning schedulers to vCPUs $PIN"
+  build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  RUN_FLAGS+=(--start-timeout-s 200 --server-arg "--stream-interval 4" --pin-scheduler-cpus "$PIN")
+}
+
 sweep() {  # $1 GPU, $2 name, $3 target dir, $4 draft dir, $5 systems, rest: extra sweep flags
   local gpu=$1 name=$2 target=$3 draft=$4 systems=$5; shift 5
   local pin=(); command -v taskset >/dev/null && pin=(taskset -c "$(cores_for "$gpu")")

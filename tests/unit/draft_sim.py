@@ -34,3 +34,15 @@ def run_rank(ctl, loads, step_s, skew: float = 1.0, accept: float = 0.8, time_se
         correct = correct_drafts(acc_rng, bs, accept, k)
         pending = (k, correct, skew * step_s(bs, k) * (1 + time_rng.uniform(-0.05, 0.05)), bs)
     return chosen
+
+
+def on_threads(ranks: int, run, timeout_s: float = 120.0) -> None:
+    """run(r) for r in range(ranks), each on its own thread (simulated TP ranks meeting in a
+    reducer), joined within `timeout_s` each."""
+    import threading
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(ranks)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=timeout_s)

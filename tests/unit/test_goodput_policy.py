@@ -13,7 +13,7 @@ from adaptive_spec.controller import Controller
 from adaptive_spec.policy.goodput import MAX_BUCKET_EXP, GoodputPolicy, StepTimeTable, bucket_of
 from adaptive_spec.signals import AcceptanceStats, LoadSnapshot
 
-from .draft_sim import correct_drafts, run_rank
+from .draft_sim import correct_drafts, on_threads, run_rank
 
 
 def true_step_s(bs, k):
@@ -206,11 +206,7 @@ def test_every_rank_makes_the_same_decisions_from_different_local_timings(asynch
                           time_seed=100 + r)
         out[r] = (chosen, ctl.status()["rank_check"])
 
-    threads = [threading.Thread(target=run, args=(r,)) for r in range(ranks)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    on_threads(ranks, run)
     assert all(o is not None for o in out)
     assert out[0] == out[1] == out[2]
     assert len(set(out[0][0])) > 1  # it did adapt between the two loads

@@ -3,7 +3,6 @@ from the results around each switch, and paid back before drafting turns on. Sim
 no GPU, no performance claim."""
 
 import random
-import threading
 
 import pytest
 
@@ -13,7 +12,7 @@ from adaptive_spec.policy.goodput import MAX_BUCKET_EXP, bucket_of
 from adaptive_spec.policy.switch_cost import SwitchCost
 from adaptive_spec.signals import LoadSnapshot
 
-from .draft_sim import correct_drafts
+from .draft_sim import correct_drafts, on_threads
 from .test_goodput_policy import _ThreadRanksMean
 
 P = 0.7
@@ -169,11 +168,7 @@ def test_every_rank_prices_a_switch_alike_from_its_own_timings(asynchronous):
                                             time_seed=100 + r, skew=1.1 if r == 2 else 1.0)
         out[r] = (chosen, switches, ctl.policy.switch.snapshot())
 
-    threads = [threading.Thread(target=run, args=(r,)) for r in range(ranks)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    on_threads(ranks, run)
     assert all(o is not None for o in out)
     assert out[0] == out[1] == out[2]
     assert out[0][1] >= 2 and out[0][2]  # it did switch on, and priced it
