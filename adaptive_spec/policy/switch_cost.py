@@ -8,7 +8,7 @@ policy priced a switch from k = 0 to drafting at nothing. Where two step counts 
 percent of each other it then switched on whenever the table's noise favoured drafting: GPU,
 session 34 (dense pair, dial 0.7, 64 requests, SGLang's default prefill graphs), 7 switches
 from off to drafting (catch-ups and full re-entries, probes included) in one 6-s steady window,
-where the table put k = 3 within 3% of k = 0 and EAGLE-3 made 0.93-0.96x of plain; goodput made
+where the table put k = 3 within a few percent of k = 0 and EAGLE-3 made 0.93-0.96x of plain; goodput made
 0.88x / 0.91x of plain, its off steps as cheap as plain's.
 
 Measured as the excess wall time, over what the table prices those steps at, of the results

@@ -234,10 +234,11 @@ def still_running() -> int | None:
     finished requests from its running batch only when it prepares the next decode step, and a
     prefill comes first: the batch a closed-loop client's replacements are prefilled beside
     still holds the requests they replace. Counted, those put a full batch into the next size
-    class: GPU, session 34 (32 requests, SGLang's batch lines), 66 of 310 prefills at 20-32
-    running read running + new above 32, and 9-16 prefills a 6-s window ran plain (the forecast
-    there: no drafts) into a drafting batch, each request then drafting over a prompt the draft
-    never saw. O(running batch), once per prefill batch that asks."""
+    class: GPU, session 34 (32 requests), 86 of 279 prefill batches at the level read running +
+    new above 32 (`log_throughput`'s prefills_past_level on SGLang's batch lines), and 9-16 a
+    6-s window ran plain (the forecast there: no drafts) into a drafting batch, each request
+    then drafting over a prompt the draft never saw. O(running batch), once per prefill batch
+    that asks."""
     try:
         reqs = _state.scheduler().running_batch.reqs
         return sum(1 for req in reqs if not req.finished())
