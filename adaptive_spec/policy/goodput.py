@@ -414,6 +414,9 @@ class GoodputPolicy:
         # the decisions a drafting run must last to pay it back (switch_cost.py)
         self.switch = SwitchCost(MAX_BUCKET_EXP + 1)
         self.switch_horizon = 128
+        # ... of which a price may take at most this share: a stalled switch's price must not
+        # keep a large gain (over ~1.35x) off until the next probe re-measures it
+        self.max_switch_share = 0.25
         self.reducer = reducer or (lambda v: v)
         self.sync_interval = 32
         # decisions between an asynchronous sync's start and its merge (see the module doc);
@@ -641,8 +644,8 @@ class GoodputPolicy:
             elif cur == 0:
                 # the catch-up's time buys no tokens: over the horizon drafting runs that much
                 # shorter (session 34: switched on 7 times in 6 s where k = 3 tied k = 0)
-                horizon = self.switch_horizon * times[best]
-                if goodput[best] * max(0.0, 1.0 - self.switch.cost(bucket) / horizon) <= stay:
+                share = min(self.max_switch_share, self.switch.cost(bucket) / (self.switch_horizon * times[best]))
+                if goodput[best] * (1.0 - share) <= stay:
                     best = 0
         return best, reason
 

@@ -17,6 +17,12 @@ scheduler it is processed after the next step's launch, where the catch-up's hos
 the switching step's and the next one's (Controller.on_result). A decayed mean per bucket;
 the times are each rank's own, so they are merged only at the policy's syncs, through its
 reducer, and every rank reads the same value.
+
+A stall (a kernel built for a new shape, a burst of prefills) can land in those results too, and
+a price that blocks switching is re-measured only by the switches that still happen (probes,
+large gains). So a sample is clamped at `STALL_FACTOR` times the bucket's price once the price
+rests on two switches or more, and the policy lets a price take at most a fixed share of the
+horizon it spreads it over (`GoodputPolicy.max_switch_share`).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Callable
 class SwitchCost:
     DECAY = 0.8  # the old mean's weight per sync that brings new switches
     MEMORY = 16.0  # switches the merged mean weighs at most (follows a change of context length)
+    STALL_FACTOR = 4.0  # a sample above this many times a settled price counts as this many
 
     def __init__(self, buckets: int):
         self.buckets = buckets
@@ -35,6 +42,8 @@ class SwitchCost:
         self._local = [[0.0] * buckets, [0.0] * buckets]  # excess seconds, switches
 
     def observe(self, bucket: int, excess_s: float) -> None:
+        if self.count[bucket] >= 2 and self.seconds[bucket] > 0:
+            excess_s = min(excess_s, self.STALL_FACTOR * self.seconds[bucket])
         self._local[0][bucket] += excess_s
         self._local[1][bucket] += 1.0
 

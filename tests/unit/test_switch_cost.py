@@ -31,6 +31,10 @@ def test_a_switch_cost_is_a_decayed_mean_per_bucket_bounded_below_by_smaller_buc
     cost.observe(5, 0.200)
     cost.merge(cost.local_vector())
     assert 0.060 < cost.cost(5) < 0.200  # the old mean weighs in, decayed
+    settled = cost.cost(5)
+    cost.observe(5, 5.0)  # a stall: counted as STALL_FACTOR x the settled price
+    cost.merge(cost.local_vector())
+    assert cost.cost(5) < SwitchCost.STALL_FACTOR * settled
     cost.observe(2, -0.004)  # noise around a cheap catch-up
     cost.merge(cost.local_vector())
     assert cost.cost(2) == 0.0
@@ -172,3 +176,18 @@ def test_every_rank_prices_a_switch_alike_from_its_own_timings(asynchronous):
     assert all(o is not None for o in out)
     assert out[0] == out[1] == out[2]
     assert out[0][1] >= 2 and out[0][2]  # it did switch on, and priced it
+
+
+def test_a_stalled_price_does_not_keep_a_large_gain_off():
+    """A switch at one request that stalled for 2 s (a kernel built for a new shape) prices it
+    far above what 128 drafting steps gain; capped at a share of them, drafting (~1.8x) still
+    turns on when the load drops back to one request."""
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+
+    def cost(bs):
+        return (0.004 + 0.00004 * bs, 0.0055 + 0.00012 * bs, 0.006 + 0.0002 * bs, 0.0065 + 0.00028 * bs)
+
+    run_switching(ctl, [1] * 1500 + [256] * 1500, cost, 0.001, 0)
+    ctl.policy.switch.seconds[bucket_of(1)] = 2.0
+    down, _, _ = run_switching(ctl, [256] * 200 + [1] * 200, cost, 0.001, 1)
+    assert down[200:260].index(3) <= 5, down[200:220]
