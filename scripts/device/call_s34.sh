@@ -14,9 +14,14 @@
 #      in one steady window: a catch-up the policy priced at nothing. It now learns what a
 #      switch on costs per batch size (policy/switch_cost.py) and turns drafting on only where
 #      that pays back. Plain, eagle3 and goodput at 32 / 64, 3 passes.
+#   fx (~7 min, written after the session's device minutes ran out, not run) the crossover band
+#      after two CPU-tested changes: a prefill no longer counts the finished requests SGLang still
+#      holds (`230b641`: at 32 requests 8-16 prefills a window had run plain into the drafting
+#      batch) and the stalled-switch guards (`10c9a9c`). Plain, eagle3 and goodput at 16 / 32 /
+#      64, 2 passes: prefill-plain and catch-ups in goodput's steady windows at 32 (~0 expected).
 #   pm (~7 min) issue 10: session 32's MoE run (Qwen3-MoE layout, dial 0.7, 4 / 16, empty
 #      caches) with breakable prefill graphs.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s34.sh hi|lo|sw|pm
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s34.sh hi|lo|sw|fx|pm
 PREFILL_GRAPH=${PREFILL_GRAPH:-breakable}  # SGLang's default, which common.sh turns off otherwise
 source scripts/device/common.sh
 
@@ -24,11 +29,14 @@ say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
 
 case "${1:-}" in
-hi|lo|sw)
+hi|lo|sw|fx)
   dense_pinned_setup $1
   if [ "$1" = hi ]; then
     sweep 0 hi-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 "$FOUR" \
       --concurrency 128,256 --repeat 3 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-hi.txt
+  elif [ "$1" = fx ]; then
+    sweep 0 fx-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,eagle3,adaptive-spec:goodput \
+      --concurrency 16,32,64 --repeat 2 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-fx.txt
   elif [ "$1" = sw ]; then
     sweep 0 sw-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,eagle3,adaptive-spec:goodput \
       --concurrency 32,64 --repeat 3 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-sw.txt
@@ -37,6 +45,9 @@ hi|lo|sw)
       --concurrency 1,32,64 --repeat 2 --time-budget-s 6 --system-args "$GOODPUT" > /tmp/tail-lo.txt
   fi
   report $1- logs-$1.tar.xz /tmp/tail-$1.txt
+  # SGLang's decode rate and prefill batches per level (prefills_past_level: the finished requests
+  # SGLang still held beside a prefill); from /tmp, as `phases`
+  ( cd /tmp && python3 -m adaptive_spec.bench.log_throughput /tmp/logs-$1-dense/server-*.log ) | grep -v ",0,,0,0,0$"
   for f in /tmp/logs-$1-dense/server-*.log; do  # prefills through the graph, per server
     echo "$(basename $f): prefills by 'cuda graph:' $(grep "Prefill batch" $f | grep -o "cuda graph: [A-Za-z]*" | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
   done
@@ -48,7 +59,7 @@ pm)
   PREFILL_GRAPH=$PREFILL_GRAPH DEADLINE_S=${DEADLINE_S:-540} exec bash "$REPO/scripts/device/call_s32.sh" pm
   ;;
 *)
-  say "usage: $0 hi|lo|sw|pm"; exit 2
+  say "usage: $0 hi|lo|sw|fx|pm"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"
