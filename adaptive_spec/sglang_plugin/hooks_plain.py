@@ -238,7 +238,8 @@ def still_running() -> int | None:
     new above 32 (`log_throughput`'s prefills_past_level on SGLang's batch lines), and 9-16 a
     6-s window ran plain (the forecast there: no drafts) into a drafting batch, each request
     then drafting over a prompt the draft never saw. O(running batch), once per prefill batch
-    that asks."""
+    that asks; the same on every TP rank (each holds the same batch and finishes the same
+    requests at the same result)."""
     try:
         reqs = _state.scheduler().running_batch.reqs
         return sum(1 for req in reqs if not req.finished())
