@@ -415,7 +415,7 @@ class GoodputPolicy:
         self.switch = SwitchCost(MAX_BUCKET_EXP + 1)
         self.switch_horizon = 128
         # ... of which a price may take at most this share: a stalled switch's price must not
-        # keep a large gain (over ~1.35x) off until the next probe re-measures it
+        # keep a large gain (over 1.03 / 0.75, ~1.37x) off until the next probe re-measures it
         self.max_switch_share = 0.25
         self.reducer = reducer or (lambda v: v)
         self.sync_interval = 32
