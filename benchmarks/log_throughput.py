@@ -22,7 +22,7 @@ import re
 import statistics
 import sys
 from pathlib import Path
-from typing import Dict, Iterable, List, Sequence
+from typing import Dict, Iterable, Iterator, List, Sequence
 
 LEVELS = (32, 64, 128, 256)
 _RUN = re.compile(r"Decode batch, #running-req: (\d+),")
@@ -45,13 +45,22 @@ def decode_rates(lines: Iterable[str], levels: Sequence[int] = LEVELS) -> Dict[i
     return out
 
 
-def prefill_batches(lines: Iterable[str], levels: Sequence[int] = LEVELS) -> Dict[int, int]:
-    out = {n: 0 for n in levels}
+def _prefills(lines: Iterable[str], levels: Sequence[int]) -> Iterator[tuple]:
+    """(level, running requests, new requests or None) for each `Prefill batch` line, once per
+    level whose window holds its running count."""
     for ln in lines:
         r = _PREFILL_RUN.search(ln)
         if r:
-            for n in _levels_of(int(r.group(1)), levels):
-                out[n] += 1
+            q = _NEW_SEQ.search(ln)
+            running = int(r.group(1))
+            for n in _levels_of(running, levels):
+                yield n, running, int(q.group(1)) if q else None
+
+
+def prefill_batches(lines: Iterable[str], levels: Sequence[int] = LEVELS) -> Dict[int, int]:
+    out = {n: 0 for n in levels}
+    for n, _, _ in _prefills(lines, levels):
+        out[n] += 1
     return out
 
 
@@ -59,23 +68,16 @@ def prefill_requests(lines: Iterable[str], levels: Sequence[int] = LEVELS) -> Di
     """The requests those prefill batches admitted (their `#new-seq`), per level: with
     prefill_batches, how many requests a prefill batch held (session 32: 1.38-1.41 at 128)."""
     out = {n: 0 for n in levels}
-    for ln in lines:
-        r, q = _PREFILL_RUN.search(ln), _NEW_SEQ.search(ln)
-        if r and q:
-            for n in _levels_of(int(r.group(1)), levels):
-                out[n] += int(q.group(1))
+    for n, _, new in _prefills(lines, levels):
+        out[n] += new or 0
     return out
 
 
 def prefills_past_level(lines: Iterable[str], levels: Sequence[int] = LEVELS) -> Dict[int, int]:
     """Per level, its prefill batches whose `#running-req` + `#new-seq` exceed the level."""
     out = {n: 0 for n in levels}
-    for ln in lines:
-        r, q = _PREFILL_RUN.search(ln), _NEW_SEQ.search(ln)
-        if r and q:
-            total = int(r.group(1)) + int(q.group(1))
-            for n in _levels_of(int(r.group(1)), levels):
-                out[n] += total > n
+    for n, running, new in _prefills(lines, levels):
+        out[n] += new is not None and running + new > n
     return out
 
 

@@ -44,6 +44,8 @@ from .servers import (SGLANG_LAUNCHER, OURS_LAUNCHER, ServerDied, ServerGroup, S
 DEFAULT_SYSTEMS = ["plain", "eagle3", "builtin-adaptive", "adaptive-spec:threshold"]
 MAX_REPEAT = 20
 DEFAULT_LEVELS = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+
+
 def cuda_graph_backends(config) -> dict:
     """{"decode": backend, "prefill": backend} as the server resolved them (SGLang 0.5.16's
     /server_info `cuda_graph_config`; {} from a server without it). Since session 33 each row's

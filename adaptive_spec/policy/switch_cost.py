@@ -27,8 +27,6 @@ horizon it spreads it over (`GoodputPolicy.max_switch_share`).
 
 from __future__ import annotations
 
-from typing import Callable
-
 
 class SwitchCost:
     DECAY = 0.8  # the old mean's weight per sync that brings new switches
@@ -46,9 +44,6 @@ class SwitchCost:
             excess_s = min(excess_s, self.STALL_FACTOR * self.seconds[bucket])
         self._local[0][bucket] += excess_s
         self._local[1][bucket] += 1.0
-
-    def sync(self, reducer: Callable[[list], list]) -> None:
-        self.merge(reducer(self.local_vector()))
 
     def local_vector(self) -> list:
         """What this rank adds at a sync (its local sums); they are consumed."""
