@@ -184,6 +184,10 @@ class Controller:
         self._prefill_results_reported = False
         self._last_result: Optional[tuple] = None  # (steps, wall seconds or None) of the last decode result
         self._switch_on: Optional[tuple] = None  # (batch size, [(priced steps, seconds)]) being gathered
+        # while SGLang processes a decode result (`open_result` .. `close_result`), a spec
+        # result's clock waits for the end of that processing, where a plain result's is read
+        self._result_open = False
+        self._clock_pending: Optional[tuple] = None  # (steps, batch size, mode)
         self.listeners = []  # callables(decision, snapshot): metrics
         self.result_listeners = []  # callables(steps, step_seconds or None): metrics
         try:
@@ -231,7 +235,10 @@ class Controller:
         the worker ran it (off / catchup / on / reentry). A catch-up step runs SGLang's slower
         0-step path once to warm the draft: it is not a sample of the 0-step cost. A reentry
         step drafts right after a full catch-up (sglang_plugin/catchup.py): the first drafting
-        round since re-entry, and not a sample of its step count's cost either."""
+        round since re-entry, and not a sample of its step count's cost either.
+
+        The acceptance is read here; the step's wall time at the end of SGLang's processing
+        of the result when it is still open (`open_result`), see `close_result`."""
         try:
             self.results_seen += 1
             if self.fault == ("result", self.results_seen):
@@ -241,18 +248,50 @@ class Controller:
                 self.staleness.on_reentry_result()
             if mode != "catchup" and accepted is not None:
                 self.staleness.on_drafting_result(steps, accepted, len(correct_drafts_per_req))
+            n = len(correct_drafts_per_req)
+            on_decode = getattr(self.policy, "observe_decode", None)
+            if on_decode is not None and n:  # `accepted` is None for a plain step: 1 token each
+                on_decode(n, 1.0 + (accepted or 0) / n)
+        except Exception as exc:  # never let bookkeeping take the server down
+            self.fail(f"result hook: {exc!r}")
+            return
+        if self._result_open:
+            self._clock_pending = (steps, n, mode)
+        else:
+            self._clock_result(steps, n, mode)
+
+    def open_result(self) -> None:
+        """SGLang starts processing a decode result (its per-request loop and output follow)."""
+        self._result_open = True
+        self._clock_pending = None
+
+    def close_result(self) -> None:
+        """SGLang has processed the decode result: a spec result's wall time is read here.
+
+        Why here: every step time is the wall time between two such points, and the policy
+        compares step counts by them. A plain result is read at the end of its processing
+        (after `process_batch_result_decode`), and so is a prefill's (the timer restarts
+        there, `on_prefill_result`). A spec result used to be read where its accept lengths
+        reach the CPU, before the per-request loop: the interval of a drafting step that
+        followed a prefill then lacked its own result processing, which went to the prefill's
+        time instead, and a switch between plain and drafting moved one result's processing
+        from the drafting cell to the plain one (the plain step after drafting carried it,
+        the drafting step after plain lost it): both made drafting look cheaper."""
+        self._result_open = False
+        pending, self._clock_pending = self._clock_pending, None
+        if pending is not None:
+            self._clock_result(*pending)
+
+    def _clock_result(self, steps: int, batch_size: int, mode: Optional[str]) -> None:
+        try:
             dt = self.timer.tick(steps)
-            self._gather_switch_on(len(correct_drafts_per_req), steps, mode, dt)
+            self._gather_switch_on(batch_size, steps, mode, dt)
             if mode in REENTRY_MODES or self._unsampled > 0:
                 dt = None
             self._unsampled = max(0, self._unsampled - 1)
             observe = getattr(self.policy, "observe_step_time", None)
             if dt is not None and observe is not None:
-                observe(len(correct_drafts_per_req), steps, dt)
-            on_decode = getattr(self.policy, "observe_decode", None)
-            n = len(correct_drafts_per_req)
-            if on_decode is not None and n:  # `accepted` is None for a plain step: 1 token each
-                on_decode(n, 1.0 + (accepted or 0) / n)
+                observe(batch_size, steps, dt)
         except Exception as exc:  # never let bookkeeping take the server down
             self.fail(f"result hook: {exc!r}")
             return

@@ -399,12 +399,19 @@ def around_process_batch_result_decode(orig, processor, batch, result, *args, **
     result counts in SGLang's spec metrics as what it is, one token per request (as our other
     off paths' 0-step verify does; a spec server's decode log divides by that count, and with
     none in an interval it raised ZeroDivisionError on the H200, session 12), and feeds the
-    controller (spec results do through `_resolve_spec_v2_tokens`)."""
+    controller (spec results do through `_resolve_spec_v2_tokens`). Every decode result's
+    step time is read when SGLang has processed it (`Controller.close_result`)."""
     plain = getattr(result, "adaptive_spec_mode", None) == "off" and batch.spec_algorithm.is_none()
     if plain:
         processor.metrics_reporter.update_spec_metrics(len(batch.reqs), 0)
-    ret = orig(processor, batch, result, *args, **kwargs)
     ctl = get_controller()
+    if ctl is not None:
+        ctl.open_result()
+    try:
+        ret = orig(processor, batch, result, *args, **kwargs)
+    finally:
+        if ctl is not None:
+            ctl.close_result()
     if plain and ctl is not None:
         ctl.on_result(0, [0] * len(batch.reqs), "off")
     return ret

@@ -159,6 +159,55 @@ def test_a_prefill_result_restarts_the_decode_step_time(monkeypatch):
     assert len(seen) == 1 and 0 <= seen[0] <= ctl.timer.last_at - marked + 1e-9  # timed from the prefill
 
 
+def test_every_decode_result_is_timed_when_sglang_has_processed_it(monkeypatch):
+    """A spec result's step time is read at the end of SGLang's processing of it, as a plain
+    result's and a prefill's: read where its accept lengths reach the CPU (before the
+    per-request loop), a drafting step after a prefill lost its own processing to the prefill,
+    and a plain step after a drafting one carried the drafting step's."""
+    from sglang.srt.managers.schedule_batch import ScheduleBatch
+    from sglang.srt.managers.utils import GenerationBatchResult
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    from adaptive_spec import signals
+    from adaptive_spec.sglang_plugin import hooks_plain
+
+    now = [0.0]
+    monkeypatch.setattr(signals, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
+    install(monkeypatch, AdaptiveSpecConfig(policy="goodput"))
+    ctl = state.get_controller()
+    steps_seen, prefills_seen = [], []
+    ctl.policy.observe_step_time = lambda bs, k, s: steps_seen.append((k, round(s, 6)))
+    ctl.policy.observe_prefill = lambda bs, s, admitted: prefills_seen.append(round(s, 6))
+    processor = types.SimpleNamespace(metrics_reporter=types.SimpleNamespace(update_spec_metrics=lambda *a: None))
+    spec_batch = ScheduleBatch(reqs=[make_req("a", 4), make_req("b", 4)])
+    spec_batch.spec_algorithm = SpeculativeAlgorithm.EAGLE3
+    plain_batch = ScheduleBatch(reqs=[make_req("a", 4), make_req("b", 4)])
+    plain_batch.spec_algorithm = SpeculativeAlgorithm.NONE
+
+    def process(batch, result, resolved_at, done_at):
+        """SGLang's processing of a decode result: tokens on the CPU at `resolved_at` (a spec
+        result's are resolved there), its per-request loop and output until `done_at`."""
+        def sglang(processor, batch, result):
+            now[0] = resolved_at
+            if not batch.spec_algorithm.is_none():
+                after_resolve_spec_v2_tokens([], processor, result, batch)
+            now[0] = done_at
+        hooks_plain.around_process_batch_result_decode(sglang, processor, batch, result)
+
+    drafted = GenerationBatchResult(speculative_num_draft_tokens=4, num_correct_drafts_per_req_cpu=[2, 1])
+    plain = GenerationBatchResult()
+    plain.adaptive_spec_mode = "off"  # what our plain step sets on its result
+    after_get_next_batch_to_run(None, make_scheduler(running=2, waiting_lens=[]))
+    process(spec_batch, drafted, 0.000, 0.004)  # the first result: no interval yet
+    now[0] = 0.010
+    after_process_batch_result_prefill(None, None, spec_batch, drafted)  # a prefill's result, at 10 ms
+    process(spec_batch, drafted, 0.015, 0.019)  # a drafting step after the prefill
+    process(plain_batch, plain, 0.023, 0.027)  # a plain step after the drafting one
+    process(spec_batch, drafted, 0.031, 0.035)  # a drafting step after the plain one
+    assert prefills_seen == [0.006]  # from the end of the last decode result's processing
+    assert steps_seen == [(3, 0.009), (0, 0.008), (3, 0.008)]  # each a whole iteration
+
+
 def test_hook_errors_fall_back_without_raising(monkeypatch):
     from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
 

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Session 35. One H200. SGLang's defaults (breakable prefill CUDA graphs on every server), dense 8B
+# pair, dial 0.7, --stream-interval 4, schedulers pinned, lossless checked per row.
+#   os (~8 min) the off path and the choice at 64 / 128 on SGLang's defaults: plain, forced off and
+#      goodput, 2 passes, every server with the stack sampler (ADAPTIVE_SPEC_STACK_SAMPLER=1,
+#      which turns the phase clocks on too). Why: `fx` (this session) found goodput drafting at
+#      64 requests (k = 3 on 156-330 steady decisions, 0.918x of plain) on a table that read a
+#      plain step at 9.1 ms where plain's own windows at 64 read ~6.3 ms a decode step; forced off
+#      below 128 was never measured with prefill graphs; the stack sampler last ran with them
+#      off (session 32). Goodput runs with the decode results timed at the end of SGLang's
+#      processing (this session's `Controller.close_result`).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s35.sh os
+PREFILL_GRAPH=${PREFILL_GRAPH:-breakable}  # SGLang's default, which common.sh turns off otherwise
+source scripts/device/common.sh
+
+say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
+FORCED_OFF="adaptive-spec:forced-off=--adaptive-spec-force off"
+
+case "${1:-}" in
+os)
+  export ADAPTIVE_SPEC_STACK_SAMPLER=1
+  dense_pinned_setup $1
+  sweep 0 os-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,adaptive-spec:forced-off,adaptive-spec:goodput --concurrency 64,128 --repeat 2 \
+    --time-budget-s 6 --system-args "$GOODPUT" --system-args "$FORCED_OFF" > /tmp/tail-os.txt
+  report os- logs-os.tar.xz /tmp/tail-os.txt
+  ( cd /tmp && python3 -m adaptive_spec.bench.log_throughput /tmp/logs-os-dense/server-*.log ) | grep -v ",0,,0,0,0$"
+  for f in /tmp/logs-os-dense/server-*.log; do  # prefills through the graph, per server
+    echo "$(basename $f): prefills by 'cuda graph:' $(grep "Prefill batch" $f | grep -o "cuda graph: [A-Za-z]*" | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
+  done
+  phases /tmp/logs-os-dense --bands 96-159,48-95 --max-ms-per-step 40 | tail -8
+  for band in 48-80 96-160; do  # function by function, every 1-s window of the band pooled
+    ( cd /tmp && python3 -m adaptive_spec.bench.stack_summary --band $band --vs plain --top 40 \
+        /tmp/logs-os-dense/server-*.log ) | tee "$OUT/stacks-os-$band.txt" | head -50
+  done
+  goodput_cost_model "$OUT"/sweep-os-dense.json
+  ;;
+*)
+  say "usage: $0 os"; exit 2
+  ;;
+esac
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$1"
