@@ -9,7 +9,11 @@
 #      below 128 was never measured with prefill graphs; the stack sampler last ran with them
 #      off (session 32). Goodput runs with the decode results timed at the end of SGLang's
 #      processing (this session's `Controller.close_result`).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s35.sh os
+#      Ran once (as below): goodput's server missed the sweep's 200-s start limit (three servers
+#      capturing graphs at once on a fresh machine without a JIT cache); plain and forced off ran.
+#   gp (~6 min) goodput's choice at 64 with the decode results timed alike: plain, eagle3 and
+#      goodput at 64, 3 passes, a 300-s start limit; no stack sampler.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s35.sh os|gp
 PREFILL_GRAPH=${PREFILL_GRAPH:-breakable}  # SGLang's default, which common.sh turns off otherwise
 source scripts/device/common.sh
 
@@ -36,8 +40,17 @@ os)
   done
   goodput_cost_model "$OUT"/sweep-os-dense.json
   ;;
+gp)
+  dense_pinned_setup $1
+  sweep 0 gp-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,eagle3,adaptive-spec:goodput \
+    --concurrency 64 --repeat 3 --time-budget-s 6 --start-timeout-s 300 --system-args "$GOODPUT" > /tmp/tail-gp.txt
+  report gp- logs-gp.tar.xz /tmp/tail-gp.txt
+  ( cd /tmp && python3 -m adaptive_spec.bench.log_throughput /tmp/logs-gp-dense/server-*.log ) | grep -v ",0,,0,0,0$"
+  phases /tmp/logs-gp-dense --bands 48-95 --max-ms-per-step 40 | tail -5
+  goodput_cost_model "$OUT"/sweep-gp-dense.json
+  ;;
 *)
-  say "usage: $0 os"; exit 2
+  say "usage: $0 os|gp"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"
