@@ -19,6 +19,7 @@ from typing import Optional, Sequence
 from .config import AdaptiveSpecConfig
 from .follow import PROBING, FollowLog
 from .policy import Decision, make_policy
+from . import sample_log
 from .policy.goodput import bucket_of
 from .signals import AcceptanceStats, LoadSnapshot, StepTimer
 from .staleness import StalenessLedger
@@ -188,6 +189,7 @@ class Controller:
         # result's clock waits for the end of that processing, where a plain result's is read
         self._result_open = False
         self._clock_pending: Optional[tuple] = None  # (steps, batch size, mode)
+        self.sample_log = sample_log.SampleLog(rank) if sample_log.enabled() else None  # a diagnostic
         self.listeners = []  # callables(decision, snapshot): metrics
         self.result_listeners = []  # callables(steps, step_seconds or None): metrics
         try:
@@ -218,6 +220,8 @@ class Controller:
         steps, 0.64x of EAGLE-3 at 128 requests on dial 0.9)."""
         self._prefill_results_reported = True
         self._unsampled = 0
+        if self.sample_log is not None:
+            self.sample_log.on_prefill_result()
         # the wall time since the last result is this prefill's, taken from the decode batch
         # beside it: the goodput policy counts it (policy/prefill_load.py); not across idle gaps
         since = self.timer.elapsed()
@@ -284,7 +288,7 @@ class Controller:
 
     def _clock_result(self, steps: int, batch_size: int, mode: Optional[str]) -> None:
         try:
-            dt = self.timer.tick(steps)
+            dt = measured = self.timer.tick(steps)
             self._gather_switch_on(batch_size, steps, mode, dt)
             if mode in REENTRY_MODES or self._unsampled > 0:
                 dt = None
@@ -292,6 +296,8 @@ class Controller:
             observe = getattr(self.policy, "observe_step_time", None)
             if dt is not None and observe is not None:
                 observe(batch_size, steps, dt)
+            if self.sample_log is not None:
+                self.sample_log.on_sample(batch_size, steps, measured, used=dt is not None)
         except Exception as exc:  # never let bookkeeping take the server down
             self.fail(f"result hook: {exc!r}")
             return
@@ -491,6 +497,8 @@ class Controller:
     # ---- status ---------------------------------------------------------------------
     def status(self) -> dict:
         acc = self.acceptance
+        if self.sample_log is not None:  # a reader (the sweep, at each level's end) sees every sample
+            self.sample_log.flush()
         return {
             "settings": {k: getattr(self.cfg, k) for k in self.cfg.keys()},
             "built_steps": self.built_steps,

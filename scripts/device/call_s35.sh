@@ -13,7 +13,13 @@
 #      capturing graphs at once on a fresh machine without a JIT cache); plain and forced off ran.
 #   gp (~6 min) goodput's choice at 64 with the decode results timed alike: plain, eagle3 and
 #      goodput at 64, 3 passes, a 300-s start limit; no stack sampler.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s35.sh os|gp
+#   sl (~6 min, written after the session's device minutes ran out, not run) which samples carry
+#      goodput's plain cell at 33-64 running: `gp` read it at 7.8 ms (9.1 in `fx`, before the
+#      timing fix) where plain's decode step read ~6.0 ms by its phase-clock windows, and goodput
+#      ran k = 3 where EAGLE-3 made 0.86x of plain. Plain and goodput at 64, 3 passes, every
+#      step-time sample logged with its circumstances (ADAPTIVE_SPEC_SAMPLE_LOG=1), split by
+#      `sample_summary`.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s35.sh os|gp|sl
 PREFILL_GRAPH=${PREFILL_GRAPH:-breakable}  # SGLang's default, which common.sh turns off otherwise
 source scripts/device/common.sh
 
@@ -49,8 +55,20 @@ gp)
   phases /tmp/logs-gp-dense --bands 48-95 --max-ms-per-step 40 | tail -5
   goodput_cost_model "$OUT"/sweep-gp-dense.json
   ;;
+sl)
+  export ADAPTIVE_SPEC_SAMPLE_LOG=1
+  dense_pinned_setup $1
+  sweep 0 sl-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 plain,adaptive-spec:goodput \
+    --concurrency 64 --repeat 3 --time-budget-s 6 --start-timeout-s 300 --system-args "$GOODPUT" > /tmp/tail-sl.txt
+  report sl- logs-sl.tar.xz /tmp/tail-sl.txt
+  grep -h "adaptive_spec samples" /tmp/logs-sl-dense/server-adaptive-spec_goodput.log > "$OUT/samples-sl.txt"
+  for b in 32 64; do ( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --bucket $b \
+      /tmp/logs-sl-dense/server-adaptive-spec_goodput.log ); done
+  phases /tmp/logs-sl-dense --bands 48-95 --max-ms-per-step 40 | tail -4
+  goodput_cost_model "$OUT"/sweep-sl-dense.json
+  ;;
 *)
-  say "usage: $0 os|gp"; exit 2
+  say "usage: $0 os|gp|sl"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"

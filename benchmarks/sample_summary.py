@@ -1,0 +1,86 @@
+"""The step-time samples of one batch bucket, split by their circumstances, from a server log
+written with ADAPTIVE_SPEC_SAMPLE_LOG=1 (adaptive_spec/sample_log.py).
+
+  python -m adaptive_spec.bench.sample_summary [--bucket 64] server-*.log
+
+Per step count k and sample class (steady: none of the flags; after-prefill; after-switch;
+grew: requests merged in; dropped: never reached the policy), the count and the 25th / 50th /
+75th percentile and mean in ms. A plain cell that reads above plain's own decode step shows
+here which samples carry the excess.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+from adaptive_spec.policy.goodput import bucket_of
+from adaptive_spec.sample_log import AFTER_PREFILL, DROPPED, GREW, SWITCHED
+
+from .phase_summary import _aligned, server_name
+
+LINE = re.compile(r"adaptive_spec samples rank=0 rows=(\[.*\])")
+# the first flag a sample carries names its class (a sample after a switch that also grew is
+# "after-switch"), so each sample counts once
+CLASSES = ((DROPPED, "dropped"), (SWITCHED, "after-switch"), (AFTER_PREFILL, "after-prefill"),
+           (GREW, "grew"))
+
+
+def samples(text: str) -> List[list]:
+    """Rank 0's [batch size, k, ms, flags] rows in a log's text, in order."""
+    out = []
+    for ln in text.splitlines():
+        m = LINE.search(ln)
+        if m:
+            out.extend(json.loads(m.group(1)))
+    return out
+
+
+def sample_class(flags: int) -> str:
+    return next((name for bit, name in CLASSES if flags & bit), "steady")
+
+
+def split(rows: List[list], bucket: int) -> Dict[tuple, List[float]]:
+    """(k, class) -> the ms of the samples whose batch falls in `bucket` (a power of two: the
+    policy's bucket of batch sizes bucket/2+1 .. bucket)."""
+    out: Dict[tuple, List[float]] = {}
+    for bs, k, ms, flags in rows:
+        if 2 ** bucket_of(bs) == bucket:
+            out.setdefault((k, sample_class(flags)), []).append(ms)
+    return out
+
+
+def table(groups: Dict[tuple, List[float]]) -> str:
+    rows = [["k", "class", "n", "p25", "p50", "p75", "mean"]]
+    for (k, name), ms in sorted(groups.items()):
+        q = statistics.quantiles(ms, n=4) if len(ms) > 1 else [ms[0]] * 3
+        rows.append([str(k), name, str(len(ms)), *(f"{v:.2f}" for v in q), f"{statistics.fmean(ms):.2f}"])
+    return _aligned(rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("logs", nargs="+", type=Path)
+    ap.add_argument("--bucket", type=int, default=64, help="a power of two: batches bucket/2+1..bucket")
+    a = ap.parse_args(argv)
+    missing = [str(p) for p in a.logs if not p.is_file()]
+    if missing:
+        print(f"error: no such log: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    if a.bucket < 1 or a.bucket & (a.bucket - 1):
+        print(f"error: --bucket must be a power of two, got {a.bucket}", file=sys.stderr)
+        return 2
+    for p in a.logs:
+        rows = samples(p.read_text(errors="replace"))
+        if rows:
+            print(f"{server_name(p)}: step-time samples at {a.bucket // 2 + 1}-{a.bucket} running, ms")
+            print(table(split(rows, a.bucket)) if split(rows, a.bucket) else "(none in this bucket)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""The per-sample step-time log (ADAPTIVE_SPEC_SAMPLE_LOG) from the controller to
+sample_summary's table, through a real log line."""
+import json
+import types
+
+import pytest
+
+from adaptive_spec import sample_log, signals
+from adaptive_spec.bench import sample_summary as ss
+from adaptive_spec.config import AdaptiveSpecConfig
+from adaptive_spec.controller import Controller
+from adaptive_spec.signals import LoadSnapshot
+
+
+def run_controller(monkeypatch, results):
+    """A goodput controller timing `results` [(seconds since the last, k, batch size, mode or
+    'prefill')] with the sample log on; returns the log lines it wrote."""
+    monkeypatch.setenv(sample_log.ENV, "1")
+    now = [0.0]
+    monkeypatch.setattr(signals, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput"))
+    lines = []
+    ctl.sample_log.emit = lines.append
+    ctl.on_snapshot(LoadSnapshot(running=64))
+    for seconds, k, bs, mode in results:
+        now[0] += seconds
+        if mode == "prefill":
+            ctl.on_prefill_result(admitted=1)
+        else:
+            ctl.on_result(k, [1 if k else 0] * bs, mode)
+    ctl.status()  # a status read flushes what is buffered
+    return lines
+
+
+def test_each_sample_carries_its_circumstances(monkeypatch):
+    lines = run_controller(monkeypatch, [
+        (0.0, 0, 60, "off"),       # the first result: no interval
+        (0.006, 0, 60, "off"),     # steady
+        (0.009, 0, 0, "prefill"),  # a prefill's result restarts the clock
+        (0.007, 0, 62, "off"),     # after the prefill, two requests merged in
+        (0.030, 3, 62, "catchup"),  # a switch on: SGLang's catch-up step, not a sample for the policy
+        (0.018, 3, 62, "on"),      # a drafting step after a switch
+        (0.017, 3, 62, "on"),      # steady drafting
+    ])
+    rows = ss.samples("\n".join(f"[2026-12-04 19:00:00] {ln}" for ln in lines))
+    assert rows == [
+        [60, 0, 6.0, 0],
+        [62, 0, 7.0, sample_log.AFTER_PREFILL | sample_log.GREW],
+        [62, 3, 30.0, sample_log.SWITCHED | sample_log.DROPPED],
+        [62, 3, 18.0, 0],  # the catch-up ran k = 3's step count already: no switch here
+        [62, 3, 17.0, 0],
+    ]
+
+
+def test_the_summary_splits_a_bucket_by_class(tmp_path, capsys):
+    rows = [[64, 0, 6.0, 0], [60, 0, 6.4, 0], [64, 0, 9.0, sample_log.AFTER_PREFILL],
+            [64, 0, 12.0, sample_log.SWITCHED | sample_log.GREW], [20, 0, 4.0, 0], [64, 3, 17.0, 0]]
+    log = tmp_path / "server-adaptive-spec_goodput.log"
+    log.write_text("other line\n"
+                   f"[t] adaptive_spec samples rank=0 rows={json.dumps(rows[:3])}\n"
+                   "[t] adaptive_spec samples rank=1 rows=[[64, 0, 99.0, 0]]\n"  # rank 0's only
+                   f"[t] adaptive_spec samples rank=0 rows={json.dumps(rows[3:])}\n")
+    assert ss.main([str(log), "--bucket", "64"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "adaptive-spec_goodput: step-time samples at 33-64 running, ms"
+    table = {tuple(line.split()[:2]): line.split()[2:] for line in out[2:]}
+    assert table[("0", "steady")][0] == "2" and table[("0", "steady")][-1] == "6.20"  # 20 running is another bucket
+    assert table[("0", "after-prefill")][0] == "1" and table[("0", "after-switch")][0] == "1"
+    assert table[("3", "steady")] == ["1", "17.00", "17.00", "17.00", "17.00"]
+
+
+@pytest.mark.parametrize("args", [["nope.log"], ["LOG", "--bucket", "48"]])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args):
+    log = tmp_path / "server-x.log"
+    log.write_text("")
+    args = [str(tmp_path / a) if a.endswith(".log") else (str(log) if a == "LOG" else a) for a in args]
+    assert ss.main(args) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_off_by_default(monkeypatch):
+    monkeypatch.delenv(sample_log.ENV, raising=False)
+    assert Controller(AdaptiveSpecConfig(policy="goodput")).sample_log is None
