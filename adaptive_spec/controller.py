@@ -16,10 +16,10 @@ import zlib
 from collections import Counter, deque
 from typing import Optional, Sequence
 
+from . import sample_log
 from .config import AdaptiveSpecConfig
 from .follow import PROBING, FollowLog
 from .policy import Decision, make_policy
-from . import sample_log
 from .policy.goodput import bucket_of
 from .signals import AcceptanceStats, LoadSnapshot, StepTimer
 from .staleness import StalenessLedger

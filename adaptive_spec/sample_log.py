@@ -13,9 +13,9 @@ re-entry step, or a result whose interval holds a prefill). `python -m
 adaptive_spec.bench.sample_summary` splits a bucket's samples by those flags.
 
 Why: on the H200 (session 35, dense pair, 64 requests) the goodput policy's plain cell read
-7.8-9.1 ms where plain's own decode step read ~6.0 ms by its phase-clock windows, and it ran
-k = 3 where EAGLE-3 made 0.86-0.90x of plain; the table keeps only means, so which samples
-carried the excess could not be told. Costs one tuple per decode result while on; off, nothing.
+7.8-9.1 ms where plain's own decode step read 6.1-6.6 ms (fitted over its phase-clock windows),
+and it ran k = 3 where EAGLE-3 made 0.86-0.90x of plain; the table keeps only means, so which samples
+carried the excess could not be told. Costs one list per decode result while on; off, nothing.
 """
 
 from __future__ import annotations
@@ -70,5 +70,6 @@ class SampleLog:
 
     def flush(self) -> None:
         if self.rows:
-            self.emit(f"adaptive_spec samples rank={self.rank} rows={json.dumps(self.rows, separators=(',', ':'))}")
+            rows = json.dumps(self.rows, separators=(",", ":"))
+            self.emit(f"adaptive_spec samples rank={self.rank} rows={rows}")
             self.rows = []

@@ -77,8 +77,9 @@ def main(argv=None) -> int:
     for p in a.logs:
         rows = samples(p.read_text(errors="replace"))
         if rows:
+            groups = split(rows, a.bucket)
             print(f"{server_name(p)}: step-time samples at {a.bucket // 2 + 1}-{a.bucket} running, ms")
-            print(table(split(rows, a.bucket)) if split(rows, a.bucket) else "(none in this bucket)")
+            print(table(groups) if groups else "(none in this bucket)")
     return 0
 
 

@@ -5,9 +5,9 @@
 #      goodput, 2 passes, every server with the stack sampler (ADAPTIVE_SPEC_STACK_SAMPLER=1,
 #      which turns the phase clocks on too). Why: `fx` (this session) found goodput drafting at
 #      64 requests (k = 3 on 156-330 steady decisions, 0.918x of plain) on a table that read a
-#      plain step at 9.1 ms where plain's own windows at 64 read ~6.3 ms a decode step; forced off
-#      below 128 was never measured with prefill graphs; the stack sampler last ran with them
-#      off (session 32). Goodput runs with the decode results timed at the end of SGLang's
+#      plain step at 9.1 ms where plain's own decode step, fitted over its windows at 48-95
+#      running, read 6.1 ms; forced off below 128 was never measured with prefill graphs; the
+#      stack sampler last ran with them off (session 32). Goodput runs with the decode results timed at the end of SGLang's
 #      processing (this session's `Controller.close_result`).
 #      Ran once (as below): goodput's server missed the sweep's 200-s start limit (three servers
 #      capturing graphs at once on a fresh machine without a JIT cache); plain and forced off ran.
@@ -15,8 +15,8 @@
 #      goodput at 64, 3 passes, a 300-s start limit; no stack sampler.
 #   sl (~6 min, written after the session's device minutes ran out, not run) which samples carry
 #      goodput's plain cell at 33-64 running: `gp` read it at 7.8 ms (9.1 in `fx`, before the
-#      timing fix) where plain's decode step read ~6.0 ms by its phase-clock windows, and goodput
-#      ran k = 3 where EAGLE-3 made 0.86x of plain. Plain and goodput at 64, 3 passes, every
+#      timing fix) where plain's decode step read 6.6 ms fitted over its phase-clock windows, and
+#      goodput ran k = 3 where EAGLE-3 made 0.86x of plain. Plain and goodput at 64, 3 passes, every
 #      step-time sample logged with its circumstances (ADAPTIVE_SPEC_SAMPLE_LOG=1), split by
 #      `sample_summary`.
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s35.sh os|gp|sl
