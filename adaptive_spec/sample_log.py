@@ -9,7 +9,9 @@ at a time:
 Flags (bits): AFTER_PREFILL the interval started at a prefill's result (the timer restarted
 there); SWITCHED the previous result ran another step count; GREW the batch grew since the
 previous result (requests merged in); DROPPED the sample did not reach the policy (a catch-up or
-re-entry step, or a result whose interval holds a prefill). `python -m
+re-entry step, or a result whose interval holds a prefill); UNSTEADY the batch is more than 10%
+off its recent size (a ramp, a warm-up wave, a drain: what the goodput policy's prefill term
+leaves out, `PrefillLoad.STEADY_BAND`, and its step-time table keeps). `python -m
 adaptive_spec.bench.sample_summary` splits a bucket's samples by those flags.
 
 Why: on the H200 (session 35, dense pair, 64 requests) the goodput policy's plain cell read
@@ -25,6 +27,8 @@ import logging
 import os
 from typing import Optional
 
+from .policy.prefill_load import PrefillLoad
+
 logger = logging.getLogger("adaptive_spec")
 
 ENV = "ADAPTIVE_SPEC_SAMPLE_LOG"
@@ -34,6 +38,7 @@ AFTER_PREFILL = 1
 SWITCHED = 2
 GREW = 4
 DROPPED = 8
+UNSTEADY = 16
 
 
 def enabled() -> bool:
@@ -48,6 +53,7 @@ class SampleLog:
         self.rows: list = []
         self._last: Optional[tuple] = None  # (steps, batch size) of the previous timed result
         self._after_prefill = False
+        self._recent_batch = 0.0  # as PrefillLoad's: an EMA of the batch size
 
     def on_prefill_result(self) -> None:
         self._after_prefill = True
@@ -62,6 +68,11 @@ class SampleLog:
             flags |= GREW
         if not used:
             flags |= DROPPED
+        recent = self._recent_batch
+        if recent and abs(batch_size - recent) > PrefillLoad.STEADY_BAND * recent:
+            flags |= UNSTEADY
+        self._recent_batch = (recent + PrefillLoad.BATCH_EMA * (batch_size - recent) if recent
+                              else float(batch_size))
         if seconds is None:
             return
         self.rows.append([batch_size, steps, round(1000.0 * seconds, 3), flags])

@@ -3,9 +3,10 @@ written with ADAPTIVE_SPEC_SAMPLE_LOG=1 (adaptive_spec/sample_log.py).
 
   python -m adaptive_spec.bench.sample_summary [--bucket 64] server-*.log
 
-Per step count k and sample class (steady: none of the flags; after-prefill; after-switch;
-grew: requests merged in; dropped: never reached the policy), the count and the 25th / 50th /
-75th percentile and mean in ms. A plain cell that reads above plain's own decode step shows
+Per step count k and sample class, the count and the 25th / 50th / 75th percentile and mean in
+ms. Classes, a sample with several flags counting in the first: dropped (never reached the
+policy), after-switch, unsteady (the batch more than 10% off its recent size), after-prefill, grew
+(requests merged in); steady: none of them. A plain cell that reads above plain's own decode step shows
 here which samples carry the excess.
 """
 from __future__ import annotations
@@ -19,15 +20,15 @@ from pathlib import Path
 from typing import Dict, List
 
 from adaptive_spec.policy.goodput import bucket_of
-from adaptive_spec.sample_log import AFTER_PREFILL, DROPPED, GREW, SWITCHED
+from adaptive_spec.sample_log import AFTER_PREFILL, DROPPED, GREW, SWITCHED, UNSTEADY
 
 from .phase_summary import _aligned, server_name
 
 LINE = re.compile(r"adaptive_spec samples rank=0 rows=(\[.*\])")
 # the first flag a sample carries names its class (a sample after a switch that also grew is
 # "after-switch"), so each sample counts once
-CLASSES = ((DROPPED, "dropped"), (SWITCHED, "after-switch"), (AFTER_PREFILL, "after-prefill"),
-           (GREW, "grew"))
+CLASSES = ((DROPPED, "dropped"), (SWITCHED, "after-switch"), (UNSTEADY, "unsteady"),
+           (AFTER_PREFILL, "after-prefill"), (GREW, "grew"))
 
 
 def samples(text: str) -> List[list]:

@@ -52,6 +52,17 @@ def test_each_sample_carries_its_circumstances(monkeypatch):
     ]
 
 
+def test_a_ramp_is_flagged_unsteady_until_the_recent_size_catches_up():
+    log = sample_log.SampleLog(emit=lambda line: None)
+    sizes = [64] * 5 + [40] * 30 + [64] * 60  # a drain to 40 for 30 steps, then back to 64
+    for bs in sizes:
+        log.on_sample(bs, 0, 0.006, used=True)
+    unsteady = [i for i, row in enumerate(log.rows) if row[3] & sample_log.UNSTEADY]
+    assert unsteady[0] == 5  # the first step at 40
+    assert any(sizes[i] == 64 for i in unsteady if i > 35)  # back at 64, the recent size lags
+    assert unsteady[-1] < len(sizes) - 10  # and catches up
+
+
 def test_the_summary_splits_a_bucket_by_class(tmp_path, capsys):
     rows = [[64, 0, 6.0, 0], [60, 0, 6.4, 0], [64, 0, 9.0, sample_log.AFTER_PREFILL],
             [64, 0, 12.0, sample_log.SWITCHED | sample_log.GREW], [20, 0, 4.0, 0], [64, 3, 17.0, 0]]
