@@ -11,13 +11,14 @@ there); SWITCHED the previous result ran another step count; GREW the batch grew
 previous result (requests merged in); DROPPED the sample did not reach the policy (a catch-up or
 re-entry step, or a result whose interval holds a prefill); UNSTEADY the batch is more than 10%
 off its recent size (a ramp, a warm-up wave, a drain: what the goodput policy's prefill term
-leaves out, `PrefillLoad.STEADY_BAND`, and its step-time table keeps). `python -m
+leaves out, `RecentBatch`, and its step-time table keeps). `python -m
 adaptive_spec.bench.sample_summary` splits a bucket's samples by those flags.
 
 Why: on the H200 (session 35, dense pair, 64 requests) the goodput policy's plain cell read
 7.8-9.1 ms where plain's own decode step read 6.1-6.6 ms (fitted over its phase-clock windows),
-and it ran k = 3 where EAGLE-3 made 0.86-0.90x of plain; the table keeps only means, so which samples
-carried the excess could not be told. Costs one list per decode result while on; off, nothing.
+and it ran k = 3 where EAGLE-3 made 0.86-0.90x of plain; the table keeps only means, so which
+samples carried the excess could not be told. Costs one list per decode result while on; off,
+nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import logging
 import os
 from typing import Optional
 
-from .policy.prefill_load import PrefillLoad
+from .policy.prefill_load import RecentBatch
 
 logger = logging.getLogger("adaptive_spec")
 
@@ -53,7 +54,7 @@ class SampleLog:
         self.rows: list = []
         self._last: Optional[tuple] = None  # (steps, batch size) of the previous timed result
         self._after_prefill = False
-        self._recent_batch = 0.0  # as PrefillLoad's: an EMA of the batch size
+        self._recent_batch = RecentBatch()  # the prefill term's notion of steady load
 
     def on_prefill_result(self) -> None:
         self._after_prefill = True
@@ -68,11 +69,9 @@ class SampleLog:
             flags |= GREW
         if not used:
             flags |= DROPPED
-        recent = self._recent_batch
-        if recent and abs(batch_size - recent) > PrefillLoad.STEADY_BAND * recent:
+        if self._recent_batch.size and self._recent_batch.off(batch_size):
             flags |= UNSTEADY
-        self._recent_batch = (recent + PrefillLoad.BATCH_EMA * (batch_size - recent) if recent
-                              else float(batch_size))
+        self._recent_batch.update(batch_size)
         if seconds is None:
             return
         self.rows.append([batch_size, steps, round(1000.0 * seconds, 3), flags])

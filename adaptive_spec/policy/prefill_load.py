@@ -23,8 +23,8 @@ the drain after one), the prefill work is a fixed amount that no k changes, and 
 step would make every k's step look alike and favour drafting (in the first 128-request level
 of session 17's `pf` run, dense pair, the policy chose k = 1 twice right after the ramp-up,
 where plain wins: consistent with this, not proven to be it). A
-decode step counts when its batch is within `STEADY_BAND` of the recent batch size, and a
-prefill when the last decode step counted.
+decode step counts when its batch is within `RecentBatch.STEADY_BAND` of the recent batch size,
+and a prefill when the last decode step counted.
 
 Whether a prefill batch really costs the same whatever it holds is checked, not assumed: each
 bucket also keeps a least-squares fit of a batch's seconds against its new requests (fixed cost
@@ -44,12 +44,28 @@ import math
 from typing import Callable
 
 
+class RecentBatch:
+    """The recent batch size (an EMA over ~20 decode steps) and whether a batch is off it by
+    more than STEADY_BAND: a ramp, a warm-up wave, a drain rather than steady load."""
+
+    STEADY_BAND = 0.1  # a batch within 10% of the recent batch size is steady load
+    BATCH_EMA = 0.05  # weight of the newest batch size in the recent one (~20 steps)
+
+    def __init__(self):
+        self.size = 0.0  # 0.0 before the first batch
+
+    def off(self, batch_size: int) -> bool:
+        return abs(batch_size - self.size) > self.STEADY_BAND * self.size
+
+    def update(self, batch_size: int) -> None:
+        recent = self.size
+        self.size = recent + self.BATCH_EMA * (batch_size - recent) if recent else float(batch_size)
+
+
 class PrefillLoad:
     MEMORY_STEPS = 512.0  # decode steps of history the merged values weigh at most
     DECAY = 0.9  # the old values' weight per sync, on top of the cap (follows a load change)
     MIN_STEPS = 32.0  # decode steps seen at a bucket before its prefill term is used
-    STEADY_BAND = 0.1  # a batch within 10% of the recent batch size is steady load
-    BATCH_EMA = 0.05  # weight of the newest batch size in the recent one (~20 steps)
 
     def __init__(self, buckets: int):
         self.buckets = buckets
@@ -60,7 +76,7 @@ class PrefillLoad:
         # seconds, admitted, tokens, steps; then the batch fit's batches, sum n^2, sum n * seconds
         self._local = [[0.0] * buckets for _ in range(7)]
         self.fit_sums = [[0.0] * 5 for _ in range(buckets)]  # batches, n, n^2, s, n*s (decayed)
-        self._recent_batch = 0.0
+        self._recent_batch = RecentBatch()
         self._steady = False  # whether the last decode step counted
 
     def on_prefill(self, bucket: int, seconds: float, admitted: int) -> None:
@@ -74,9 +90,8 @@ class PrefillLoad:
             self._local[6][bucket] += admitted * seconds
 
     def on_decode(self, bucket: int, tokens_per_request: float, batch_size: int) -> None:
-        recent = self._recent_batch
-        self._steady = abs(batch_size - recent) <= self.STEADY_BAND * recent
-        self._recent_batch = recent + self.BATCH_EMA * (batch_size - recent) if recent else float(batch_size)
+        self._steady = not self._recent_batch.off(batch_size)
+        self._recent_batch.update(batch_size)
         if self._steady:
             self._local[2][bucket] += tokens_per_request
             self._local[3][bucket] += 1.0

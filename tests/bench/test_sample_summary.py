@@ -39,7 +39,7 @@ def test_each_sample_carries_its_circumstances(monkeypatch):
         (0.009, 0, 0, "prefill"),  # a prefill's result restarts the clock
         (0.007, 0, 62, "off"),     # after the prefill, two requests merged in
         (0.030, 3, 62, "catchup"),  # a switch on: SGLang's catch-up step, not a sample for the policy
-        (0.018, 3, 62, "on"),      # a drafting step after a switch
+        (0.018, 3, 62, "on"),      # the first drafting step (the catch-up result says k = 3 here)
         (0.017, 3, 62, "on"),      # steady drafting
     ])
     rows = ss.samples("\n".join(f"[2026-12-04 19:00:00] {ln}" for ln in lines))
