@@ -54,12 +54,16 @@ class SampleLog:
         self.rows: list = []
         self._last: Optional[tuple] = None  # (steps, batch size) of the previous timed result
         self._after_prefill = False
+        self._pending: Optional[list] = None  # a row waiting for `settle`
         self._recent_batch = RecentBatch()  # the prefill term's notion of steady load
 
     def on_prefill_result(self) -> None:
         self._after_prefill = True
 
-    def on_sample(self, batch_size: int, steps: int, seconds: Optional[float], used: bool) -> None:
+    def on_sample(self, batch_size: int, steps: int, seconds: Optional[float],
+                  used: Optional[bool]) -> None:
+        """`used` None: not known yet (an off step's sample waits for the next result,
+        `Controller._clock_result`); its row is logged at `settle`."""
         last, self._last = self._last, (steps, batch_size)
         flags = AFTER_PREFILL if self._after_prefill else 0
         self._after_prefill = False
@@ -67,14 +71,27 @@ class SampleLog:
             flags |= SWITCHED
         if last is not None and batch_size > last[1]:
             flags |= GREW
-        if not used:
-            flags |= DROPPED
         if self._recent_batch.size and self._recent_batch.off(batch_size):
             flags |= UNSTEADY
         self._recent_batch.update(batch_size)
         if seconds is None:
             return
-        self.rows.append([batch_size, steps, round(1000.0 * seconds, 3), flags])
+        row = [batch_size, steps, round(1000.0 * seconds, 3), flags]
+        if used is None:
+            self._pending = row
+        else:
+            self._append(row, used)
+
+    def settle(self, used: bool) -> None:
+        """The verdict on the row `on_sample` left pending."""
+        row, self._pending = self._pending, None
+        if row is not None:
+            self._append(row, used)
+
+    def _append(self, row: list, used: bool) -> None:
+        if not used:
+            row[3] |= DROPPED
+        self.rows.append(row)
         if len(self.rows) >= self.per_line:
             self.flush()
 

@@ -45,7 +45,8 @@ def test_each_sample_carries_its_circumstances(monkeypatch):
     rows = ss.samples("\n".join(f"[2026-12-04 19:00:00] {ln}" for ln in lines))
     assert rows == [
         [60, 0, 6.0, 0],
-        [62, 0, 7.0, sample_log.AFTER_PREFILL | sample_log.GREW],
+        # the off step a switch on lands in (the catch-up's host work): the switch cost's
+        [62, 0, 7.0, sample_log.AFTER_PREFILL | sample_log.GREW | sample_log.DROPPED],
         [62, 3, 30.0, sample_log.SWITCHED | sample_log.DROPPED],
         [62, 3, 18.0, 0],  # the catch-up ran k = 3's step count already: no switch here
         [62, 3, 17.0, 0],
