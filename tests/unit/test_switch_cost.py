@@ -117,13 +117,17 @@ def run_switching(ctl, loads, cost, switch_s, seed, noise=0.05, time_seed=None, 
 
 
 def test_short_dips_into_a_size_where_drafting_barely_wins_do_not_pay_a_catch_up_each():
-    """The batch dips from 48 to 28 running for 20 decisions in every 80: drafting wins by 8% at
+    """The batch dips from 48 to 28 running for 20 decisions in every 80: drafting wins by 6% at
     28 and loses by 3% at 48, and each switch on costs 100 ms of catch-up (GPU, session 34: 7
-    switches on in one 6-s window at 64 requests). Priced, the dips stay plain."""
+    switches on in one 6-s window at 64 requests). Priced, the dips stay plain once the price
+    is learned. (Until session 36 the gain here was 8%, at the price's edge: 8% against ~6% of
+    price and the 3% margin; it passed because the off step each switch lands in, counted as a
+    plain sample, had the plain cell at 48 read 16 ms instead of 8, and the policy drafted
+    through the 48 phase.)"""
     loads = ([48] * 60 + [28] * 20) * 75
 
     def cost(bs):
-        return costs_at(bs, 0.97, 1.08)
+        return costs_at(bs, 0.97, 1.06)
 
     priced_total = unpriced_total = 0
     for seed in range(6):
@@ -131,11 +135,17 @@ def test_short_dips_into_a_size_where_drafting_barely_wins_do_not_pay_a_catch_up
         unpriced.policy.observe_switch_on = lambda *args: None  # as before session 34
         _, unpriced_rate, unpriced_switches = run_switching(unpriced, loads, cost, 0.1, seed)
         ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
-        _, rate, switches = run_switching(ctl, loads, cost, 0.1, seed)
-        assert switches <= 10, (seed, switches)
+        chosen, rate, switches = run_switching(ctl, loads, cost, 0.1, seed)
+        late_dips_on = sum(1 for i in range(len(loads) // 2, len(loads))
+                           if loads[i] == 28 and chosen[i - 1] == 0 and chosen[i] > 0)
+        assert late_dips_on <= 2, (seed, late_dips_on)  # of 37 dips (a refresh may land in one)
+        # the rest: learning the price (the first switch is free) and the refreshes at 48
+        assert switches <= 16, (seed, switches)
         assert rate >= 0.999 * unpriced_rate, (seed, rate, unpriced_rate)
         learned = ctl.policy.switch.cost(bucket_of(28))
         assert 0.07 < learned < 0.13, learned  # the simulated 100 ms, from the step times alone
+        plain_at_48 = ctl.policy.table.settled(bucket_of(48), 0)
+        assert plain_at_48 == pytest.approx(0.008, rel=0.1)  # no switch's time in it
         priced_total += switches
         unpriced_total += unpriced_switches
     assert unpriced_total >= 3 * priced_total, (unpriced_total, priced_total)
