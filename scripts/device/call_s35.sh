@@ -13,7 +13,7 @@
 #      capturing graphs at once on a fresh machine without a JIT cache); plain and forced off ran.
 #   gp (~6 min) goodput's choice at 64 with the decode results timed alike: plain, eagle3 and
 #      goodput at 64, 3 passes, a 300-s start limit; no stack sampler.
-#   sl (~6 min, written after the session's device minutes ran out, not run) which samples carry
+#   sl (~5 min; written after session 35's device minutes ran out, ran in session 36) which samples carry
 #      goodput's plain cell at 33-64 running: `gp` read it at 7.8 ms (9.1 in `fx`, before the
 #      timing fix) where plain's decode step read 6.6 ms fitted over its phase-clock windows, and
 #      goodput ran k = 3 where EAGLE-3 made 0.86x of plain. Plain and goodput at 64, 3 passes, every
