@@ -76,6 +76,11 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
   is refreshed as often as a 0.5% goodput budget allows, not once per 1,024 decisions
   (`_drafting_refresh`; GPU session 28, MoE at 16 requests: k = 2 ran a whole level while the
   final table put k = 3 14% above it).
+- A step's cost moves with the requests' context (attention reads the whole KV each step), and
+  while drafting only the drafting cells get samples: a plain cell measured at a context 2x off
+  today's (and 512 tokens or more away) is refreshed at once, a drafting one as an unsettled
+  cell (`StepTimeTable.measured_at_another_context`; simulation, session 36: k = 3 kept ~1,000
+  decisions after 3,000-token contexts fell to 200, where plain made 1.1x).
 - Deep draft positions are seen only in probes: each position's acceptance is shrunk towards
   the one before it (`PRIOR_TRIES` pseudo-tries), so two unlucky probe rounds cannot rule the
   long chains out.
@@ -104,6 +109,12 @@ from .switch_cost import SwitchCost
 
 MAX_BUCKET_EXP = 12  # batch buckets 1, 2, 4, ... 4096
 TRIM_FACTOR = 2.5  # a step sample over this many times its reference is a stall (`_trimmed`)
+# A cell measured at a context (KV tokens per running request) this many times off today's, and
+# this many tokens away, is refreshed (`StepTimeTable.measured_at_another_context`). The token
+# floor keeps short-prompt loads out: the sweeps' requests go from ~84 tokens at a level's start
+# to ~200 in its steady state, a small part of a step's reads on the 8B pair.
+CONTEXT_DRIFT = 2.0
+CONTEXT_DRIFT_TOKENS = 512
 
 
 def bucket_of(batch_size: int) -> int:
@@ -139,6 +150,8 @@ class StepTimeTable:
         self.count = [0.0] * n
         self.syncs = 0
         self.fresh_at = [-1] * n  # sync number at which each cell last got samples
+        # ... and the context then (KV tokens per running request; 0.0: not known)
+        self.context_at = [0.0] * n
         self.moved = [1.0] * n  # how far (relative) each cell's mean moved at its last merge
         # Local, not yet merged: the latest samples since the last sync.
         self._local = [deque(maxlen=self.LOCAL_CAP) for _ in range(n)]
@@ -204,8 +217,9 @@ class StepTimeTable:
         self._active.clear()
         return weighted + counts
 
-    def merge(self, merged: list) -> None:
-        """Merge `local_vector`'s values as averaged over the ranks into the shared table."""
+    def merge(self, merged: list, context: float = 0.0) -> None:
+        """Merge `local_vector`'s values as averaged over the ranks into the shared table;
+        `context`: KV tokens per running request now (rank-identical), kept per cell merged."""
         n = len(self._local)
         sums, ns = merged[:n], merged[n:]
         self.syncs += 1
@@ -224,6 +238,17 @@ class StepTimeTable:
             self.moved[i] = abs(self.mean[i] - old) / old if old > 0 else 1.0
             self.count[i] += ns[i]
             self.fresh_at[i] = self.syncs
+            self.context_at[i] = context
+
+    def measured_at_another_context(self, bucket: int, k: int, context: float) -> bool:
+        """Whether the cell was last measured at a context (KV tokens per running request)
+        CONTEXT_DRIFT times off `context` and CONTEXT_DRIFT_TOKENS or more away from it:
+        attention reads every request's whole KV each step, so a step's cost moves with
+        the context, and a cell not sampled since is no longer today's."""
+        then = self.context_at[self._i(bucket, k)]
+        if then <= 0.0 or context <= 0.0 or abs(context - then) < CONTEXT_DRIFT_TOKENS:
+            return False
+        return context > CONTEXT_DRIFT * then or then > CONTEXT_DRIFT * context
 
     def staleness(self, bucket: int, k: int) -> int:
         """Syncs since the cell last got samples (large when never)."""
@@ -469,6 +494,7 @@ class GoodputPolicy:
         self._probe_left = 0
         self._probe_reason = "probe"  # "probe" (an under-sampled cell) or "refresh" (a filled one)
         self._probes: dict = {}  # (bucket, k) -> (probes started, decision of the last one)
+        self._context = 0.0  # KV tokens per running request at this decision (rank-identical)
         # a probe's samples are merged right after its last result arrives (overlap: one
         # decision late), so the next explore sees them instead of probing the cell again
         self._sync_after_probe = -1
@@ -570,6 +596,7 @@ class GoodputPolicy:
     def decide(self, snap: LoadSnapshot, acc: AcceptanceStats) -> Decision:
         self._decisions += 1
         d = self._decisions
+        self._context = snap.kv_used / snap.running if snap.running > 0 else 0.0
         if d % self.sync_interval == 0 or d == self._sync_after_probe:
             self._start_sync(d)
         while self._pending_syncs and self._pending_syncs[0][0] <= d:
@@ -599,7 +626,7 @@ class GoodputPolicy:
 
     def _merge(self, merged: list, n_table: int) -> None:
         n_switch = 2 * self.switch.buckets
-        self.table.merge(merged[:n_table])
+        self.table.merge(merged[:n_table], self._context)
         self.prefill.merge(merged[n_table:len(merged) - n_switch])
         self.switch.merge(merged[len(merged) - n_switch:])
 
@@ -714,6 +741,8 @@ class GoodputPolicy:
             # k=0 first: every estimate at this bucket scales from it, and an off step is
             # the cheapest probe
             k, self._probe_reason = under[0], "probe"
+        elif self._plain_at_another_context(bucket):
+            k, self._probe_reason = 0, "refresh"
         elif self._decisions % self.refresh_interval == 0 and self._current is not None:
             # A filled bucket: refresh the stalest of k=0 and the k that could still win (the
             # chosen k's neighbours among them), so an estimate that went wrong (or a cost that
@@ -762,6 +791,20 @@ class GoodputPolicy:
         self._probes[(bucket, k)] = (started + 1, self._decisions)
         return self._start_probe(k, self.probe_len, sync_after)
 
+    def _plain_at_another_context(self, bucket: int) -> bool:
+        """While drafting, whether the plain cell is due for a refresh because it was measured
+        at another context (`measured_at_another_context`), at most every
+        `drafting_refresh_gap` decisions. Drafting's edge shrinks with the context (each step
+        reads the weights once for k + 1 tokens a request, the KV once either way), and while
+        drafting only the drafting cells get samples: when the requests' contexts fell from
+        3,000 tokens to 200 in simulation, a plain cell priced at the long contexts kept k = 3
+        chosen where plain made 1.1x, until the next refresh 1,024 decisions later. While
+        plain runs, nothing is needed: the drafting cells, measured at shorter contexts, then
+        read slower than they are only where the context shrank, and there drafting lost too."""
+        if not self._current or not self.table.measured_at_another_context(bucket, 0, self._context):
+            return False
+        return self._decisions - self._probes.get((bucket, 0), (0, -10**9))[1] >= self.drafting_refresh_gap
+
     def _drafting_refresh(self, bucket: int, goodput: list, could_win: Callable) -> Optional[int]:
         """While drafting, a filled drafting k that could still win and is not settled yet
         (fewer than `trusted_samples` samples, which can all be stalls, or a mean that moved by
@@ -783,7 +826,8 @@ class GoodputPolicy:
         others = [k for k in range(1, self.max_steps + 1)
                   if k != cur and table.samples(bucket, k) >= self.min_samples
                   and (table.samples(bucket, k) < self.trusted_samples
-                       or table.last_move(bucket, k) > self.settled_move)]
+                       or table.last_move(bucket, k) > self.settled_move
+                       or table.measured_at_another_context(bucket, k, self._context))]
         due = []
         for k in others:  # the budget is shared: each cell gets its part of it
             loss = max(0.0, 1.0 - goodput[k] / goodput[cur])

@@ -1218,3 +1218,54 @@ def test_a_stalled_cell_at_a_smaller_batch_floors_nothing_above_what_this_batch_
     # k = 3's floor from the smaller batch: k = 1's ratio here (1.75x), not its 2.48x at 1 request
     assert pol.table.smaller_batch_floor(bucket_of(4), 3, pol.min_samples) == pytest.approx(
         0.002139 * 3.736 / 2.139)
+
+
+CONTEXT_BASE = (0.006, 0.012, 0.0155, 0.019)  # a step's cost beside the KV reads, k = 0..3
+
+
+def simulate_contexts(phases, seed, bs=64, p=0.7, known=True):
+    """`phases`: [(KV tokens per request, decisions)]; every k's step reads the KV once, 3 us a
+    token of context (so k = 3 wins at 3,000 tokens, plain at 200). `known`: the snapshot
+    carries the KV in use (the server's always does)."""
+    rng, ctl, pending, chosen = random.Random(seed), make_ctl(), None, []
+    for context, n in phases:
+        for _ in range(n):
+            kv = context * bs if known else 0
+            ctl.on_snapshot(LoadSnapshot(running=bs, kv_used=kv, kv_total=10**7))
+            k = ctl.decide(bs).steps
+            chosen.append(k)
+            if pending is not None:
+                ctl.on_result(*pending[:2])
+                ctl.policy.observe_step_time(bs, pending[0], pending[2])
+            t = (CONTEXT_BASE[k] + 3e-6 * context) * (1 + rng.uniform(-0.03, 0.03))
+            pending = (k, correct_drafts(rng, bs, p, k), t)
+    return chosen
+
+
+def settles(chosen, start, want, window=50):
+    """Decisions from `start` until 90% of a `window` of choices are `want`."""
+    for i in range(start, len(chosen) - window):
+        if sum(1 for k in chosen[i:i + window] if want(k)) >= 0.9 * window:
+            return i - start
+    return len(chosen)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_plain_cell_priced_at_long_contexts_is_refreshed_when_they_shorten(seed):
+    """Long contexts make drafting pay (each step reads the KV once, for k + 1 tokens a
+    request); when they shorten again only the drafting cells get samples, and a plain cell
+    priced at the long contexts kept k = 3 on until the next 1,024-decision refresh."""
+    phases = [(200, 2000), (3000, 2150), (200, 3000)]
+    chosen = simulate_contexts(phases, seed)
+    assert settles(chosen, 2000, lambda k: k > 0) <= 50  # drafting once contexts are long
+    assert settles(chosen, 4150, lambda k: k == 0) <= 150  # plain again once they are short
+    assert chosen[4150:].count(0) >= 0.95 * 3000
+    blind = simulate_contexts(phases, seed, known=False)  # the failure guarded against
+    assert settles(blind, 4150, lambda k: k == 0) >= 500
+
+
+def test_short_prompt_contexts_refresh_nothing():
+    """The sweeps' contexts (a level starts at ~84 tokens a request, settles near 200) are
+    under the drift's token floor: the choices are those of a policy blind to the context."""
+    phases = [(84, 300), (212, 1200)] * 3
+    assert simulate_contexts(phases, 3, bs=16) == simulate_contexts(phases, 3, bs=16, known=False)
