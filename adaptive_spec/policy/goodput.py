@@ -399,15 +399,18 @@ class StepTimeTable:
                 return max(1.0, self.settled(b, k) / self.settled(b, 0))
         return None
 
-    def snapshot(self, samples: bool = False) -> dict:
-        """{batch bucket: {k: mean ms}} of the measured cells, or their sample counts."""
+    def snapshot(self, samples: bool = False, contexts: bool = False) -> dict:
+        """{batch bucket: {k: mean ms}} of the measured cells, or their sample counts, or the
+        context (KV tokens per running request) each was last measured at."""
         out = {}
         for b in range(MAX_BUCKET_EXP + 1):
             row = {}
             for k in range(self.max_steps + 1):
                 i = self._i(b, k)
                 if self.count[i] > 0:
-                    row[str(k)] = round(self.count[i], 1) if samples else round(1000 * self.mean[i], 3)
+                    row[str(k)] = (round(self.count[i], 1) if samples
+                                   else round(self.context_at[i]) if contexts
+                                   else round(1000 * self.mean[i], 3))
             if row:
                 out[str(2**b)] = row
         return out
@@ -875,6 +878,7 @@ class GoodputPolicy:
         # 10's table had the means only: whether 33-64 requests' k = 1, 2 bounded 128's probes
         # could not be read from it)
         return {"step_ms": self.table.snapshot(), "step_samples": self.table.snapshot(samples=True),
+                "step_context_tokens": self.table.snapshot(contexts=True),
                 "prefill_ms_admitted_tokens_per_step": self.prefill.snapshot(),
                 # a prefill batch's fixed and per-new-request cost (checked, not used yet)
                 "prefill_batch_fit_ms": self.prefill.snapshot_fit(),

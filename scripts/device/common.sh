@@ -338,8 +338,8 @@ import json, sys
 for path in sys.argv[1:]:
     fs = json.load(open(path))["systems"]["adaptive-spec:goodput"].get("final_status") or [{}]
     cm = fs[0].get("cost_model") or {}
-    for key in ("step_ms", "step_samples", "prefill_ms_admitted_tokens_per_step", "prefill_batch_fit_ms",
-                "switch_on_ms"):
+    for key in ("step_ms", "step_samples", "step_context_tokens", "prefill_ms_admitted_tokens_per_step",
+                "prefill_batch_fit_ms", "switch_on_ms"):
         print(path.split("/")[-1], key, json.dumps(cm.get(key)))
 PY
 }

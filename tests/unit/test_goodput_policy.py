@@ -883,6 +883,10 @@ def test_the_status_shows_each_cells_sample_count_next_to_its_time():
     described = ctl.policy.describe()
     assert described["step_ms"]["64"] == {"0": 6.0, "2": 20.0}
     assert described["step_samples"]["64"] == {"0": 9.0, "2": 4.0}
+    table = ctl.policy.table  # ... and the context each was last measured at (0: not known)
+    table.record(40, 1, 0.010)
+    table.merge(table.local_vector(), context=300.0)
+    assert ctl.policy.describe()["step_context_tokens"]["64"] == {"0": 0, "1": 300, "2": 0}
 
 
 def test_bucket_is_the_capped_ceiling_of_log2_of_the_batch_size():
