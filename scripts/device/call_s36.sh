@@ -8,7 +8,12 @@
 #      goodput at 32 and 64, 2 passes, the sample log on (ADAPTIVE_SPEC_SAMPLE_LOG=1).
 #   hi (~8 min) the busy end and the band's low edge after it: plain, eagle3, goodput at 16, 128
 #      and 256, 2 passes.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s36.sh pc|hi
+#   lc (~8 min, written after the session's device minutes ran out, not run) long contexts: plain,
+#      eagle3, goodput at 32 and 64 with 1,536-2,560-token prompts (each step reads ~2,200 tokens
+#      of KV a request, more bytes than the 8B weights at 64), 2 passes. Does drafting pay at 64
+#      there (MagicDec), where it lost at ~200 tokens, and does goodput follow? The table's
+#      contexts (`step_context_tokens`) are printed.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s36.sh pc|hi|lc
 PREFILL_GRAPH=${PREFILL_GRAPH:-breakable}  # SGLang's default, which common.sh turns off otherwise
 source scripts/device/common.sh
 
@@ -37,8 +42,17 @@ hi)
   phases /tmp/logs-hi-dense --bands 160-256,96-159,12-24 --max-ms-per-step 40 | tail -10
   goodput_cost_model "$OUT"/sweep-hi-dense.json
   ;;
+lc)
+  dense_pinned_setup $1
+  sweep 0 lc-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 $THREE --concurrency 32,64 \
+    --prompt-len 1536,2560 --repeat 2 --time-budget-s 6 --start-timeout-s 300 \
+    --system-args "$GOODPUT" > /tmp/tail-lc.txt
+  report lc- logs-lc.tar.xz /tmp/tail-lc.txt
+  phases /tmp/logs-lc-dense --bands 48-95,24-47 --max-ms-per-step 80 | tail -8
+  goodput_cost_model "$OUT"/sweep-lc-dense.json
+  ;;
 *)
-  say "usage: $0 pc|hi"; exit 2
+  say "usage: $0 pc|hi|lc"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"
