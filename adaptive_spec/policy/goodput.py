@@ -802,8 +802,9 @@ class GoodputPolicy:
         drafting only the drafting cells get samples: when the requests' contexts fell from
         3,000 tokens to 200 in simulation, a plain cell priced at the long contexts kept k = 3
         chosen where plain made 1.1x, until the next refresh 1,024 decisions later. While
-        plain runs, nothing is needed: the drafting cells, measured at shorter contexts, then
-        read slower than they are only where the context shrank, and there drafting lost too."""
+        plain runs nothing is needed: where the context grew, the drafting cells read faster
+        than they are (drafting is chosen and they are measured); where it shrank they read
+        slower, and drafting, which lost at the longer context, loses at the shorter one too."""
         if not self._current or not self.table.measured_at_another_context(bucket, 0, self._context):
             return False
         return self._decisions - self._probes.get((bucket, 0), (0, -10**9))[1] >= self.drafting_refresh_gap
