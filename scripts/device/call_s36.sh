@@ -13,7 +13,10 @@
 #      of KV a request, more bytes than the 8B weights at 64), 2 passes. Does drafting pay at 64
 #      there (MagicDec), where it lost at ~200 tokens, and does goodput follow? The table's
 #      contexts (`step_context_tokens`) are printed.
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s36.sh pc|hi|lc
+#   dl (~9 min, written, not run) the other drafts on SGLang's defaults since the plain-cell fix:
+#      plain, eagle3, goodput at 16 and 64 with the dial-0.9 draft, then with the always-wrong
+#      one (`random`), 2 passes each.
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s36.sh pc|hi|lc|dl
 PREFILL_GRAPH=${PREFILL_GRAPH:-breakable}  # SGLang's default, which common.sh turns off otherwise
 source scripts/device/common.sh
 
@@ -51,8 +54,18 @@ lc)
   phases /tmp/logs-lc-dense --bands 48-95,24-47 --max-ms-per-step 80 | tail -8
   goodput_cost_model "$OUT"/sweep-lc-dense.json
   ;;
+dl)
+  dense_pinned_setup $1
+  build_pair /tmp/soak-8b dial:0.9,random --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  for d in dial-0.9 random; do
+    sweep 0 dl-$d /tmp/soak-8b/target /tmp/soak-8b/draft-$d $THREE --concurrency 16,64 \
+      --repeat 2 --time-budget-s 6 --start-timeout-s 300 --system-args "$GOODPUT" > /tmp/tail-dl-$d.txt
+    report dl-$d logs-dl-$d.tar.xz /tmp/tail-dl-$d.txt
+    goodput_cost_model "$OUT"/sweep-dl-$d.json
+  done
+  ;;
 *)
-  say "usage: $0 pc|hi|lc"; exit 2
+  say "usage: $0 pc|hi|lc|dl"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"
