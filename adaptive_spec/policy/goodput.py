@@ -797,7 +797,7 @@ class GoodputPolicy:
     def _plain_at_another_context(self, bucket: int) -> bool:
         """While drafting, whether the plain cell is due for a refresh because it was measured
         at another context (`measured_at_another_context`), at most every
-        `drafting_refresh_gap` decisions. Drafting's edge shrinks with the context (each step
+        `drafting_refresh_gap` decisions, or more rarely where a switch on costs much. Drafting's edge shrinks with the context (each step
         reads the weights once for k + 1 tokens a request, the KV once either way), and while
         drafting only the drafting cells get samples: when the requests' contexts fell from
         3,000 tokens to 200 in simulation, a plain cell priced at the long contexts kept k = 3
@@ -807,7 +807,11 @@ class GoodputPolicy:
         slower, and drafting, which lost at the longer context, loses at the shorter one too."""
         if not self._current or not self.table.measured_at_another_context(bucket, 0, self._context):
             return False
-        return self._decisions - self._probes.get((bucket, 0), (0, -10**9))[1] >= self.drafting_refresh_gap
+        # each costs a switch back on (the catch-up): at most ~2% of the decisions' time for it,
+        # should the context keep moving (GPU, session 36: 140-160 ms a switch at 64 requests)
+        gap = max(self.drafting_refresh_gap,
+                  self.switch.cost(bucket) / (0.02 * self.step_time(bucket, self._current)))
+        return self._decisions - self._probes.get((bucket, 0), (0, -10**9))[1] >= gap
 
     def _drafting_refresh(self, bucket: int, goodput: list, could_win: Callable) -> Optional[int]:
         """While drafting, a filled drafting k that could still win and is not settled yet

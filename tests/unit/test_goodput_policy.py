@@ -1273,3 +1273,20 @@ def test_short_prompt_contexts_refresh_nothing():
     under the drift's token floor: the choices are those of a policy blind to the context."""
     phases = [(84, 300), (212, 1200)] * 3
     assert simulate_contexts(phases, 3, bs=16) == simulate_contexts(phases, 3, bs=16, known=False)
+
+
+def test_a_costly_switch_spaces_the_context_refreshes_out():
+    """Each plain refresh while drafting ends in a switch back on (a catch-up); where one costs
+    150 ms (GPU, session 36, 64 requests) a context that keeps moving does not buy one every 128
+    decisions: at most ~2% of the time goes to them."""
+    ctl = make_ctl()
+    pol = ctl.policy
+    fill_cells(pol.table, 64, {0: (6.0, 12), 3: (19.0, 12)})
+    pol.table.context_at = [200.0] * len(pol.table.context_at)
+    pol._current, pol._context, pol._decisions = 3, 3000.0, 1000
+    assert pol._plain_at_another_context(bucket_of(64))  # nothing learned about switching yet
+    pol.switch.seconds[bucket_of(64)], pol.switch.count[bucket_of(64)] = 0.150, 4.0
+    pol._probes[(bucket_of(64), 0)] = (1, 1000 - 200)
+    assert not pol._plain_at_another_context(bucket_of(64))  # 0.150 / (0.02 x 19 ms) = 395
+    pol._probes[(bucket_of(64), 0)] = (1, 1000 - 400)
+    assert pol._plain_at_another_context(bucket_of(64))
