@@ -93,3 +93,11 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args):
 def test_off_by_default(monkeypatch):
     monkeypatch.delenv(sample_log.ENV, raising=False)
     assert Controller(AdaptiveSpecConfig(policy="goodput")).sample_log is None
+
+
+def test_quartiles_stay_within_the_samples():
+    text = ss.table({(2, "dropped"): [14.7, 148.6]})
+    row = text.splitlines()[1].split()
+    p25, p50, p75 = (float(v) for v in row[3:6])
+    assert 14.7 <= p25 <= p50 <= p75 <= 148.6 and p50 == pytest.approx(81.65, abs=0.01)
+
