@@ -29,14 +29,15 @@ def true_best_k(bs, p, max_steps=3):
     return max(range(max_steps + 1), key=lambda k: true_goodput(bs, p, k))
 
 
-def simulate(ctl, bs, p, steps, rng, noise=0.02, cost=true_step_s, after_step=None):
+def simulate(ctl, bs, p, steps, rng, noise=0.02, cost=true_step_s, after_step=None, context=0):
     """Run `steps` decode steps at batch size bs with per-draft acceptance p; result of step
     i is fed back after the decision of step i+1 (overlap scheduler). `after_step(correct)`:
-    called with each step's accepted drafts per request (e.g. to admit new requests)."""
+    called with each step's accepted drafts per request (e.g. to admit new requests).
+    `context`: KV tokens per request in the snapshots (0: not known)."""
     pending = None
     chosen = []
     for _ in range(steps):
-        ctl.on_snapshot(LoadSnapshot(running=bs))
+        ctl.on_snapshot(LoadSnapshot(running=bs, kv_used=context * bs, kv_total=10**7))
         k = ctl.decide(bs).steps
         chosen.append(k)
         if pending is not None:
@@ -1231,18 +1232,11 @@ def simulate_contexts(phases, seed, bs=64, p=0.7, known=True):
     """`phases`: [(KV tokens per request, decisions)]; every k's step reads the KV once, 3 us a
     token of context (so k = 3 wins at 3,000 tokens, plain at 200). `known`: the snapshot
     carries the KV in use (the server's always does)."""
-    rng, ctl, pending, chosen = random.Random(seed), make_ctl(), None, []
+    rng, ctl, chosen = random.Random(seed), make_ctl(), []
     for context, n in phases:
-        for _ in range(n):
-            kv = context * bs if known else 0
-            ctl.on_snapshot(LoadSnapshot(running=bs, kv_used=kv, kv_total=10**7))
-            k = ctl.decide(bs).steps
-            chosen.append(k)
-            if pending is not None:
-                ctl.on_result(*pending[:2])
-                ctl.policy.observe_step_time(bs, pending[0], pending[2])
-            t = (CONTEXT_BASE[k] + 3e-6 * context) * (1 + rng.uniform(-0.03, 0.03))
-            pending = (k, correct_drafts(rng, bs, p, k), t)
+        def cost(_bs, k, context=context):
+            return CONTEXT_BASE[k] + 3e-6 * context
+        chosen += simulate(ctl, bs, p, n, rng, noise=0.03, cost=cost, context=context if known else 0)
     return chosen
 
 
