@@ -253,10 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("files", nargs="+")
     pr.add_argument("--system", action="append", required=True, metavar="NAME",
                     help="the system (repeat for the names other runs gave it)")
-    pr.add_argument("--of", default="plain", metavar="plain|envelope|SYSTEM",
+    pr.add_argument("--of", default="plain", metavar="plain|envelope|SYSTEM[,SYSTEM...]",
                     help="each ratio's reference in its repeat: plain, the better of plain and "
-                         "eagle3 (envelope; runs without eagle3 pair with plain alone), or any "
-                         "other system of the runs (e.g. builtin-adaptive)")
+                         "eagle3 (envelope; runs without eagle3 pair with plain alone), any "
+                         "other system of the runs (e.g. builtin-adaptive), or the best of a "
+                         "comma-separated list (e.g. envelope,adaptive-spec:forced-on: static "
+                         "EAGLE-3 at two step counts)")
 
     sub.add_parser("models", help="build the synthetic target/draft pair (see models --help)",
                    add_help=False)
@@ -395,6 +397,19 @@ def cmd_validate(a) -> int:
     return 0
 
 
+def _reference_systems(of: str) -> tuple:
+    """`paired --of`: the systems whose best reading in each repeat is the reference
+    ("envelope" stands for plain and eagle3), in the order given, without repeats."""
+    names = []
+    for part in of.split(","):
+        for name in (("plain", "eagle3") if part.strip() == "envelope" else (part.strip(),)):
+            if name and name not in names:
+                names.append(name)
+    if not names:
+        raise BenchError(f"bad --of {of!r}: name plain, envelope or systems of the runs")
+    return tuple(names)
+
+
 def cmd_paired(a: argparse.Namespace) -> int:
     import json
 
@@ -404,11 +419,11 @@ def cmd_paired(a: argparse.Namespace) -> int:
             runs.append(json.loads(Path(f).read_text())["rows"])
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise BenchError(f"cannot read sweep rows from {f}: {e}") from None
-    reference = ("plain", "eagle3") if a.of == "envelope" else (a.of,)
+    reference = _reference_systems(a.of)
     pooled = st.pooled_pairs(runs, a.system, reference)
     if not pooled:
         raise BenchError(f"no paired repeats of {', '.join(a.system)} against {a.of} in these files")
-    of = "max(plain, eagle3)" if a.of == "envelope" else a.of
+    of = reference[0] if len(reference) == 1 else f"max({', '.join(reference)})"
     for p in pooled:
         ci = f" +-{p['ci95']:.3f}" if p["ci95"] is not None else ""
         print(f"N={p['concurrency']}: {p['mean']:.3f}x {of}{ci} over {p['pairs']} pairs "

@@ -440,6 +440,32 @@ def test_paired_against_another_system_pools_session_31s_goodput_over_the_builti
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "against nope" in bad.stderr
 
 
+def test_paired_of_a_list_takes_the_best_of_them_in_each_repeat(cli_cmd, tmp_path):
+    """`--of envelope,adaptive-spec:forced-on`: ours against the best of plain, static EAGLE-3
+    at our largest step count (eagle3) and at 3 steps (forced on at 3): in repeat 0 forced-on
+    is the best reference, in repeat 1 eagle3."""
+    tok = {0: {"plain": 100.0, "eagle3": 110.0, "adaptive-spec:forced-on": 125.0,
+               "adaptive-spec:goodput": 130.0},
+           1: {"plain": 100.0, "eagle3": 120.0, "adaptive-spec:forced-on": 115.0,
+               "adaptive-spec:goodput": 126.0}}
+    rows = [{"system": s, "concurrency": 16, "repeat": k, "output_tok_s": v}
+            for k, per in tok.items() for s, v in per.items()]
+    f = tmp_path / "run.json"
+    f.write_text(json.dumps({"rows": rows}))
+    r = subprocess.run(cli_cmd + ["paired", str(f), "--system", "adaptive-spec:goodput",
+                                  "--of", "envelope,adaptive-spec:forced-on"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    mean = (130 / 125 + 126 / 120) / 2
+    assert r.stdout.startswith(f"N=16: {mean:.3f}x max(plain, eagle3, adaptive-spec:forced-on) +-")
+    r = subprocess.run(cli_cmd + ["paired", str(f), "--system", "adaptive-spec:goodput",
+                                  "--of", "envelope"], capture_output=True, text=True, timeout=60)
+    assert r.stdout.startswith(f"N=16: {(130 / 110 + 126 / 120) / 2:.3f}x max(plain, eagle3) +-")
+    bad = subprocess.run(cli_cmd + ["paired", str(f), "--system", "adaptive-spec:goodput",
+                                    "--of", ","], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "bad --of" in bad.stderr
+
+
 def test_paired_pools_the_committed_off_step_repeats_of_sessions_8_and_9(cli_cmd):
     """The README's "1.000x at 64 over 6 paired repeats" comes from this command."""
     res = Path(__file__).resolve().parents[2] / "benchmarks" / "results"

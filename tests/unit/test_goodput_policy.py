@@ -1284,3 +1284,36 @@ def test_a_costly_switch_spaces_the_context_refreshes_out():
     assert not pol._plain_at_another_context(bucket_of(64))  # 0.150 / (0.02 x 19 ms) = 395
     pol._probes[(bucket_of(64), 0)] = (1, 1000 - 400)
     assert pol._plain_at_another_context(bucket_of(64))
+
+
+# GPU, session 36 (dense 8B, dial 0.7, `hi` final table): drafting at all costs a fixed amount
+# (t_1 - t_0: 1.1 ms at 4 requests, 3.5 ms at 16, ~6 ms at 32), each further draft step little
+# (t_3 - t_1: 0.3-0.45 ms a step at 4-16). Modelled as t_0 + fixed + per_step x k, in ms.
+H200_SHAPE_MS = {4: (4.6, 1.1, 0.33), 16: (5.0, 3.2, 0.4), 32: (5.3, 5.6, 0.5), 64: (6.0, 8.0, 1.6)}
+
+
+def h200_shaped_step_s(bs, k):
+    t0, fixed, per_step = H200_SHAPE_MS[bs]
+    return (t0 + (fixed + per_step * k if k else 0.0)) / 1000
+
+
+@pytest.mark.parametrize("bs", [4, 16, 32, 64])
+def test_with_seven_steps_allowed_it_finds_the_chain_length_that_pays(bs):
+    """Where a step pays a fixed cost for drafting at all and little per draft step, the best
+    chain at dial 0.7 is longer than SGLang's usual 3 (here 5-6 at 4-32 requests: 6-8% more
+    than k = 3) and plain wins at 64. With `--speculative-num-steps 7` the policy has eight
+    cells a bucket to learn; it must still settle on a chain within the switch margin of the
+    best and lose no more than ~3% to the learning over 3,000 decisions (simulated costs: what
+    the GPU gives is `scripts/device/call_s37.sh k7`'s question)."""
+    p, steps = 0.7, 7
+    goodput = {k: expected_tokens(p, k) / h200_shaped_step_s(bs, k) for k in range(steps + 1)}
+    best = max(goodput, key=goodput.get)
+    assert (best >= 5) if bs < 64 else (best == 0)
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=steps))
+    ctl.timer.tick = lambda steps, now=None: None
+    chosen = simulate(ctl, bs, p, 3000, random.Random(1), cost=h200_shaped_step_s)
+    tail = chosen[-1000:]
+    settled_on = max(set(tail), key=tail.count)
+    assert tail.count(settled_on) >= 0.95 * len(tail), {k: tail.count(k) for k in set(tail)}
+    assert goodput[settled_on] >= 0.97 * goodput[best]
+    assert sum(goodput[k] for k in chosen) / len(chosen) >= 0.97 * goodput[best]
