@@ -185,7 +185,10 @@ class Controller:
         self._prefill_results_reported = False
         self._last_result: Optional[tuple] = None  # (steps, wall seconds or None) of the last decode result
         self._switch_on: Optional[tuple] = None  # (batch size, [(priced steps, seconds)]) being gathered
-        self._held_off_sample: Optional[tuple] = None  # (batch size, seconds): see _clock_result
+        self._held_off_sample: Optional[tuple] = None  # (batch size, seconds, launched): _clock_result
+        # a prefill batch was launched since the last result (overlap scheduler: the next decode
+        # result's wall time holds that launch's host work, `_clock_result`)
+        self._extend_launched = False
         # while SGLang processes a decode result (`open_result` .. `close_result`), a spec
         # result's clock waits for the end of that processing, where a plain result's is read
         self._result_open = False
@@ -209,6 +212,7 @@ class Controller:
         while its requests are prefilled; 2026-11-29 GPU runs learned k=1 at 10x its cost).
         Once the server reports prefill results (`on_prefill_result`) nothing needs to be
         dropped: the timer restarts there instead."""
+        self._extend_launched = True
         if not self._prefill_results_reported:
             self._unsampled = 2
 
@@ -221,6 +225,7 @@ class Controller:
         steps, 0.64x of EAGLE-3 at 128 requests on dial 0.9)."""
         self._prefill_results_reported = True
         self._unsampled = 0
+        self._extend_launched = False  # its launch went into this interval, not a decode one
         if self.sample_log is not None:
             self.sample_log.on_prefill_result()
         # the wall time since the last result is this prefill's, taken from the decode batch
@@ -294,8 +299,13 @@ class Controller:
         cost alone. GPU, session 36 (dense pair, 64 requests): the full catch-up's host work,
         44 ms, in the last off step before each switch, a lone sample in its sync, put the
         plain cell at 9.1 ms where its 96 other samples read 5.7; the policy drafted where
-        EAGLE-3 made 0.86x of plain."""
+        EAGLE-3 made 0.86x of plain.
+
+        A decode result processed after a prefill batch's launch (and before its result) holds
+        the launch's host work: its time goes to the prefill term instead of the table
+        (`_take_sample`; GPU, session 36: 8.5 ms over a 5.7-ms plain step at 64 requests)."""
         try:
+            launched, self._extend_launched = self._extend_launched, False
             dt = measured = self.timer.tick(steps)
             self._gather_switch_on(batch_size, steps, mode, dt)
             if mode in REENTRY_MODES or self._unsampled > 0:
@@ -306,22 +316,32 @@ class Controller:
             hold = steps == 0 and dt is not None
             if self.sample_log is not None:  # a held sample's row waits for the same verdict
                 self.sample_log.on_sample(batch_size, steps, measured,
-                                          used=None if hold else dt is not None)
+                                          used=None if hold else (dt is not None and not launched))
             if hold:
-                self._held_off_sample = (batch_size, dt)
+                self._held_off_sample = (batch_size, dt, launched)
             elif dt is not None:
-                self._observe_step_time(batch_size, steps, dt)
+                self._take_sample(batch_size, steps, dt, launched)
         except Exception as exc:  # never let bookkeeping take the server down
             self.fail(f"result hook: {exc!r}")
             return
         _notify(self.result_listeners, steps, dt)
 
     def _release_held_off_sample(self, keep: bool) -> None:
-        (batch_size, seconds), self._held_off_sample = self._held_off_sample, None
+        (batch_size, seconds, launched), self._held_off_sample = self._held_off_sample, None
         if keep:
-            self._observe_step_time(batch_size, 0, seconds)
+            self._take_sample(batch_size, 0, seconds, launched)
         if self.sample_log is not None:
-            self.sample_log.settle(keep)
+            self.sample_log.settle(keep and not launched)
+
+    def _take_sample(self, batch_size: int, steps: int, seconds: float, launched: bool) -> None:
+        """A decode step's time: to the step-time table, or, when a prefill batch was launched
+        before its result was processed, to the prefill term as that launch's cost."""
+        if not launched:
+            self._observe_step_time(batch_size, steps, seconds)
+            return
+        observe = getattr(self.policy, "observe_prefill_launch", None)
+        if observe is not None:
+            observe(batch_size, steps, seconds)
 
     def _observe_step_time(self, batch_size: int, steps: int, seconds: float) -> None:
         observe = getattr(self.policy, "observe_step_time", None)

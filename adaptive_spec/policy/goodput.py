@@ -443,7 +443,7 @@ class GoodputPolicy:
         self.max_steps = cfg.max_steps
         self.table = StepTimeTable(cfg.max_steps)
         # prefill seconds per decode step, and how they change with k (prefill_load.py)
-        self.prefill = PrefillLoad(MAX_BUCKET_EXP + 1)
+        self.prefill = PrefillLoad(MAX_BUCKET_EXP + 1, cfg.max_steps)
         # what a switch from k = 0 to drafting costs (the catch-up of the stale draft KV), and
         # the decisions a drafting run must last to pay it back (switch_cost.py)
         self.switch = SwitchCost(MAX_BUCKET_EXP + 1)
@@ -517,6 +517,17 @@ class GoodputPolicy:
         if seconds > 0:
             self.prefill.on_prefill(bucket_of(batch_size), seconds, max(0, admitted))
 
+    def observe_prefill_launch(self, batch_size: int, k: int, seconds: float) -> None:
+        """A decode result at step count k processed right after a prefill batch's launch took
+        `seconds`: its time beyond k's settled step time is the launch's (prefill_load.py, "A
+        prefill's launch"); not a step-time sample. Dropped while k has no settled time here."""
+        if not 0 <= k <= self.max_steps or seconds <= 0:
+            return
+        bucket = bucket_of(batch_size)
+        settled = self.table.settled_row(bucket)[0][k]
+        if settled is not None:
+            self.prefill.on_launch(bucket, k, seconds - settled)
+
     def observe_switch_on(self, batch_size: int, results: list) -> None:
         """The results around a switch from an off step to drafting, as (step count the table
         prices it at, seconds): their time beyond that price is what the switch cost
@@ -573,7 +584,10 @@ class GoodputPolicy:
                    self.table.smaller_batch_floor(bucket, k, self.min_samples) / self.MONOTONE_SLACK)
 
     def _goodput_at_time(self, bucket: int, k: int, expected: list[float], t: float) -> float:
-        return math.inf if t <= 0 else expected[k] / (t + self.prefill.per_step(bucket, expected[k]))
+        if t <= 0:
+            return math.inf
+        launch = self._bucket_view(bucket)[2][k]
+        return expected[k] / (t + self.prefill.per_step(bucket, expected[k], launch))
 
     def bounded_goodput(self, bucket: int, k: int, expected: list[float]) -> float:
         """What a cell whose few samples may all be stalls could still reach: k's goodput at
@@ -655,9 +669,10 @@ class GoodputPolicy:
 
     def _goodput_at(self, bucket: int, expected: list[float]) -> tuple:
         """(each k's time per decode step, the k that may be chosen, each k's goodput)."""
-        times, candidates = self._bucket_view(bucket)
-        # each k's decode step plus the prefill time it brings per step (prefill_load.py)
-        times = [t + self.prefill.per_step(bucket, e) for e, t in zip(expected, times)]
+        times, candidates, launch = self._bucket_view(bucket)
+        # each k's decode step plus the prefill time it brings per step (prefill_load.py), the
+        # prefills' launches included
+        times = [t + self.prefill.per_step(bucket, e, x) for e, t, x in zip(expected, times, launch)]
         return times, candidates, [e / t for e, t in zip(expected, times)]
 
     def _choose(self, bucket: int, times: list, candidates: list, goodput: list, expected: list) -> tuple:
@@ -686,7 +701,8 @@ class GoodputPolicy:
         return best, reason
 
     def _bucket_view(self, bucket: int) -> tuple:
-        """(step time of each k, the k that may be chosen) at this bucket. Chosen only where
+        """(step time of each k, the k that may be chosen, each k's prefill launch extra,
+        `PrefillLoad.launch_extra`) at this bucket. Chosen only where
         measured at this batch size (k=0 always: the plain step), or where a larger batch
         bounds it (`larger_batch_ratio`: t(k) / t(0) there is at least the ratio here). An
         estimate scaled from a smaller batch, or from a larger one without its k=0, is good
@@ -711,7 +727,9 @@ class GoodputPolicy:
                     # a size class the ramps had skipped, between k = 3 at 4 and at 1)
                     times[k] = max(times[0] * ratio, row[1][k])
                     candidates.append(k)
-            view = self._bucket_cache[bucket] = (times, candidates)
+            # merged at the same syncs as the table: cached with it
+            launch = [self.prefill.launch_extra(bucket, k, times) for k in range(self.max_steps + 1)]
+            view = self._bucket_cache[bucket] = (times, candidates, launch)
         return view
 
     def _probe(self, bucket: int, expected: list[float], goodput: list, best: float) -> Optional[int]:
@@ -887,5 +905,7 @@ class GoodputPolicy:
                 "prefill_ms_admitted_tokens_per_step": self.prefill.snapshot(),
                 # a prefill batch's fixed and per-new-request cost (checked, not used yet)
                 "prefill_batch_fit_ms": self.prefill.snapshot_fit(),
+                # each launch's extra in the decode step beside it, by k (prefill_load.py)
+                "prefill_launch_ms": self.prefill.snapshot_launch(),
                 "switch_on_ms": self.switch.snapshot(),
                 "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in enumerate(self._last_goodput)}}

@@ -33,6 +33,23 @@ plus cost per request, `batch_fit`), reported in the policy's status and not yet
 EAGLE-3 made 0.95x of plain; on the run's final table a cost per new request, instead of per
 batch, would have put plain ahead (a reading of that table, not a measurement).
 
+A prefill's launch. With the overlap scheduler a prefill batch is scheduled and launched on the
+host before the decode result beside it is processed, so that decode result's wall time holds
+the launch's host work beyond what the GPU's decode step hid of it; the interval up to the
+prefill's own result holds the rest. Measured on the H200 (session 36's sample logs, dense pair):
+the decode result right after a prefill's launch took 8.5 ms more than the plain step's median
+(5.7 ms) at 33-64 requests, 3.7 ms more than a k = 3 step's (11.8 ms) at 17-32 and 2.7 ms more
+(18.4 ms) at 33-64: a longer GPU step hides more of the same host work. Left out (trimmed as a
+stall or mixed into the decode cell), a busy plain server's prefills read 1.8 ms a step cheaper
+than its phase clocks measured (7.5 against 9.3 ms a step at 64 requests), a k = 3 server's 1.2,
+and the model put EAGLE-3 at 0.83x of plain where it made 0.99x (at 16 requests 1.29x where it
+made 1.41x). So each such result goes here instead of the table (`Controller._clock_result`),
+as its time beyond its step count's settled step time, per bucket and k (`on_launch`): a
+prefill batch then costs P / B (the seconds per batch) plus that extra at the k it meets, with
+B measured prefill batches per decode step. At a k with no such result yet the extra is the
+nearest measured k's scaled by their step times (t_j / t_k: the three readings above fit it
+within 10%; a reading of one machine, not a law).
+
 Tensor parallel: the prefill seconds are each rank's own wall time; like the step times they
 are merged only at the policy's syncs through its reducer (an all-reduce mean), so every rank
 reads the same values. Admissions and accept lengths are rank-identical already.
@@ -66,15 +83,25 @@ class PrefillLoad:
     MEMORY_STEPS = 512.0  # decode steps of history the merged values weigh at most
     DECAY = 0.9  # the old values' weight per sync, on top of the cap (follows a load change)
     MIN_STEPS = 32.0  # decode steps seen at a bucket before its prefill term is used
+    LAUNCH_MEMORY = 64.0  # prefill launches of history a launch extra weighs at most
+    LAUNCH_MIN = 4.0  # launches seen at (bucket, k) before its extra is read
 
-    def __init__(self, buckets: int):
+    def __init__(self, buckets: int, max_steps: int = 3):
         self.buckets = buckets
+        self.width = max_steps + 1  # step counts 0..max
         self.seconds = [0.0] * buckets  # merged: prefill seconds per decode step
         self.admitted = [0.0] * buckets  # merged: requests admitted per decode step
         self.tokens = [1.0] * buckets  # merged: tokens per request per decode step
+        self.batches = [0.0] * buckets  # merged: prefill batches per decode step
         self.steps = [0.0] * buckets  # merged decode steps behind those values (capped)
+        # merged, per bucket x k: a launch's extra seconds in the decode result beside it, and
+        # the launches behind that mean (capped)
+        self.launch = [0.0] * (buckets * self.width)
+        self.launches = [0.0] * (buckets * self.width)
         # seconds, admitted, tokens, steps; then the batch fit's batches, sum n^2, sum n * seconds
         self._local = [[0.0] * buckets for _ in range(7)]
+        # launch extras summed and counted, per bucket x k
+        self._local_launch = [[0.0] * (buckets * self.width) for _ in range(2)]
         self.fit_sums = [[0.0] * 5 for _ in range(buckets)]  # batches, n, n^2, s, n*s (decayed)
         self._recent_batch = RecentBatch()
         self._steady = False  # whether the last decode step counted
@@ -88,6 +115,15 @@ class PrefillLoad:
             self._local[4][bucket] += 1.0
             self._local[5][bucket] += admitted * admitted
             self._local[6][bucket] += admitted * seconds
+
+    def on_launch(self, bucket: int, k: int, extra_seconds: float) -> None:
+        """A decode result at step count k processed after a prefill batch's launch took
+        `extra_seconds` beyond k's settled step time (the module doc's "A prefill's launch");
+        steady load only, as the prefills themselves."""
+        if self._steady and 0 <= k < self.width:
+            i = bucket * self.width + k
+            self._local_launch[0][i] += extra_seconds
+            self._local_launch[1][i] += 1.0
 
     def on_decode(self, bucket: int, tokens_per_request: float, batch_size: int) -> None:
         self._steady = not self._recent_batch.off(batch_size)
@@ -103,15 +139,23 @@ class PrefillLoad:
 
     def local_vector(self) -> list:
         """What this rank adds at a sync (its local sums, row after row); they are consumed."""
-        out = [v for row in self._local for v in row]
+        out = [v for row in self._local for v in row] + [v for row in self._local_launch for v in row]
         for row in self._local:
             row[:] = [0.0] * self.buckets
+        for row in self._local_launch:
+            row[:] = [0.0] * (self.buckets * self.width)
         return out
 
     def merge(self, merged: list) -> None:
         """Merge `local_vector`'s sums as averaged over the ranks."""
-        n = self.buckets
+        n, m = self.buckets, self.buckets * self.width
         sec, adm, tok, steps, batches, adm2, adm_sec = (merged[i * n:(i + 1) * n] for i in range(7))
+        extra, launched = merged[7 * n:7 * n + m], merged[7 * n + m:7 * n + 2 * m]
+        for i in range(m):
+            if launched[i] > 0:
+                w_old = self.DECAY * min(self.launches[i], self.LAUNCH_MEMORY)
+                self.launch[i] = (w_old * self.launch[i] + extra[i]) / (w_old + launched[i])
+                self.launches[i] = min(w_old + launched[i], self.LAUNCH_MEMORY)
         for b in range(n):
             if batches[b] > 0:
                 fit = self.fit_sums[b]
@@ -125,16 +169,33 @@ class PrefillLoad:
             self.seconds[b] = (w_old * self.seconds[b] + sec[b]) / w
             self.admitted[b] = (w_old * self.admitted[b] + adm[b]) / w
             self.tokens[b] = (w_old * self.tokens[b] + tok[b]) / w
+            self.batches[b] = (w_old * self.batches[b] + batches[b]) / w
             self.steps[b] = min(w, self.MEMORY_STEPS)
 
-    def per_step(self, bucket: int, tokens_k: float) -> float:
+    def per_step(self, bucket: int, tokens_k: float, launch_s: float = 0.0) -> float:
         """Expected prefill seconds per decode step at this bucket when each request gains
-        `tokens_k` tokens per step (E_k); 0.0 without enough evidence here."""
+        `tokens_k` tokens per step (E_k), each prefill batch adding `launch_s` to the decode
+        step beside it (`launch_extra`); 0.0 without enough evidence here."""
         a, p = self.admitted[bucket], self.seconds[bucket]
         if self.steps[bucket] < self.MIN_STEPS or a <= 0.0 or p <= 0.0:
             return 0.0
         a_k = a * tokens_k / max(self.tokens[bucket], 1e-9)
-        return p * (1.0 - math.exp(-a_k)) / (1.0 - math.exp(-a))
+        launches = max(0.0, launch_s) * self.batches[bucket]  # per step, at the measured rate
+        return (p + launches) * (1.0 - math.exp(-a_k)) / (1.0 - math.exp(-a))
+
+    def launch_extra(self, bucket: int, k: int, times: list) -> float:
+        """Seconds a prefill's launch adds to the decode step beside it at step count k:
+        measured at (bucket, k), else the nearest measured k's scaled by the step times
+        (`times`: each k's step time at this bucket), else 0.0; never below 0."""
+        base = bucket * self.width
+        measured = [j for j in range(self.width) if self.launches[base + j] >= self.LAUNCH_MIN]
+        if not measured:
+            return 0.0
+        j = min(measured, key=lambda j: (abs(j - k), j))
+        extra = max(0.0, self.launch[base + j])
+        if j != k and times[k] > 0:
+            extra *= times[j] / times[k]
+        return extra
 
     def batch_fit(self, bucket: int) -> tuple:
         """(fixed seconds, seconds per new request, batches) of the prefill batches at this
@@ -157,6 +218,18 @@ class PrefillLoad:
             if count > 0:
                 out[str(2 ** b)] = [round(1000 * fixed, 3), None if per is None else round(1000 * per, 3),
                                     round(count, 1)]
+        return out
+
+    def snapshot_launch(self) -> dict:
+        """{batch bucket: {k: [a launch's extra ms in the decode step beside it, launches]}} and
+        the prefill batches per decode step under "batches_per_step"."""
+        out = {}
+        for b in range(self.buckets):
+            row = {str(k): [round(1000 * self.launch[b * self.width + k], 3),
+                            round(self.launches[b * self.width + k], 1)]
+                   for k in range(self.width) if self.launches[b * self.width + k] > 0}
+            if row or self.steps[b] > 0:
+                out[str(2 ** b)] = dict(row, batches_per_step=round(self.batches[b], 4))
         return out
 
     def snapshot(self) -> dict:

@@ -51,7 +51,7 @@ def test_ranks_with_different_wall_times_merge_to_the_same_values():
     ranks = [PrefillLoad(13) for _ in range(2)]
     for r, load in enumerate(ranks):
         fed(load, 7, 100, 1.5, [(0.010 + 0.004 * r, 1)] * 40)
-    local = [[v for row in load._local for v in row] for load in ranks]
+    local = [[v for row in load._local + load._local_launch for v in row] for load in ranks]
     mean = [sum(col) / len(col) for col in zip(*local)]
     for load in ranks:
         load.sync(lambda v: mean)
@@ -99,9 +99,66 @@ def test_ranks_merge_the_batch_fit_to_the_same_values():
     ranks = [PrefillLoad(13) for _ in range(2)]
     for r, load in enumerate(ranks):
         fed(load, 7, 100, 1.0, [(0.010 + 0.002 * n + 0.001 * r, n) for n in (1, 2, 3)] * 4)
-    local = [[v for row in load._local for v in row] for load in ranks]
+    local = [[v for row in load._local + load._local_launch for v in row] for load in ranks]
     mean = [sum(col) / len(col) for col in zip(*local)]
     for load in ranks:
         load.sync(lambda v: mean)
     assert ranks[0].snapshot_fit() == ranks[1].snapshot_fit()
     assert ranks[0].batch_fit(7)[1] == pytest.approx(0.002)
+
+
+def test_a_launch_adds_its_extra_per_prefill_batch_at_the_measured_batch_rate():
+    """A prefill's launch lands in the decode step beside it (overlap scheduler): per step it
+    costs its extra times the prefill batches per step, scaled to k like the prefills."""
+    load = PrefillLoad(13)
+    fed(load, 7, 100, 1.0, [(0.005, 1)] * 25)  # 0.25 batches and 1.25 ms of prefill a step
+    for _ in range(25):
+        load.on_launch(7, 0, 0.010)
+    load.sync(lambda v: v)
+    beta = load.batches[7]
+    assert beta == pytest.approx(0.25, rel=0.02)  # 25 batches over the steady decode steps
+    assert load.launch_extra(7, 0, [0.006, 0.012, 0.014, 0.016]) == pytest.approx(0.010)
+    base = load.per_step(7, 1.0)
+    assert base == pytest.approx(0.005 * beta)
+    assert load.per_step(7, 1.0, 0.010) == pytest.approx((0.005 + 0.010) * beta)
+    ratio = load.per_step(7, 2.5) / base  # at k's arrival rate, launches scale alike
+    assert ratio > 1.5
+    assert load.per_step(7, 2.5, 0.010) == pytest.approx((0.005 + 0.010) * beta * ratio)
+
+
+def test_an_unmeasured_step_counts_launch_extra_scales_with_the_step_times():
+    """A longer GPU step hides more of the launch's host work (GPU, session 36: 8.5 ms over a
+    5.7-ms plain step, 2.7 over an 18.4-ms k = 3 step at 33-64 requests): an unmeasured k
+    takes the nearest measured k's extra times t_j / t_k; nothing measured, nothing added; a
+    mean below zero (no launch cost to see) adds nothing."""
+    load = PrefillLoad(13)
+    times = [0.0057, 0.0150, 0.0165, 0.0184]
+    assert load.launch_extra(7, 3, times) == 0.0
+    fed(load, 7, 100, 1.0, [])
+    for _ in range(3):
+        load.on_launch(7, 0, 0.0085)
+    load.sync(lambda v: v)
+    assert load.launch_extra(7, 0, times) == 0.0  # 3 < LAUNCH_MIN launches
+    for _ in range(3):
+        load.on_launch(7, 0, 0.0085)
+    load.sync(lambda v: v)
+    assert load.launch_extra(7, 0, times) == pytest.approx(0.0085)
+    assert load.launch_extra(7, 3, times) == pytest.approx(0.0085 * 0.0057 / 0.0184)  # ~2.6 ms
+    for _ in range(8):
+        load.on_launch(7, 2, -0.001)
+    load.sync(lambda v: v)
+    assert load.launch_extra(7, 3, times) == 0.0  # nearest measured: k = 2, below zero
+
+
+def test_ranks_merge_the_launch_extras_to_the_same_values():
+    ranks = [PrefillLoad(13) for _ in range(2)]
+    for r, load in enumerate(ranks):
+        fed(load, 7, 100, 1.0, [(0.005, 1)] * 10)
+        for _ in range(8):
+            load.on_launch(7, 3, 0.002 + 0.001 * r)
+    local = [[v for row in load._local + load._local_launch for v in row] for load in ranks]
+    mean = [sum(col) / len(col) for col in zip(*local)]
+    for load in ranks:
+        load.sync(lambda v: mean)
+    assert ranks[0].launch == ranks[1].launch and ranks[0].batches == ranks[1].batches
+    assert ranks[0].launch_extra(7, 3, [0.005, 0.01, 0.01, 0.01]) == pytest.approx(0.0025)
