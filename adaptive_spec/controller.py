@@ -185,7 +185,8 @@ class Controller:
         self._prefill_results_reported = False
         self._last_result: Optional[tuple] = None  # (steps, wall seconds or None) of the last decode result
         self._switch_on: Optional[tuple] = None  # (batch size, [(priced steps, seconds)]) being gathered
-        self._held_off_sample: Optional[tuple] = None  # (batch size, seconds, launched): _clock_result
+        # (batch size, seconds, launched): see _clock_result
+        self._held_off_sample: Optional[tuple] = None
         # a prefill batch was launched since the last result (overlap scheduler: the next decode
         # result's wall time holds that launch's host work, `_clock_result`)
         self._extend_launched = False

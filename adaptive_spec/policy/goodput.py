@@ -672,7 +672,8 @@ class GoodputPolicy:
         times, candidates, launch = self._bucket_view(bucket)
         # each k's decode step plus the prefill time it brings per step (prefill_load.py), the
         # prefills' launches included
-        times = [t + self.prefill.per_step(bucket, e, x) for e, t, x in zip(expected, times, launch)]
+        times = [t + self.prefill.per_step(bucket, e, x)
+                 for e, t, x in zip(expected, times, launch)]
         return times, candidates, [e / t for e, t in zip(expected, times)]
 
     def _choose(self, bucket: int, times: list, candidates: list, goodput: list, expected: list) -> tuple:
@@ -728,7 +729,8 @@ class GoodputPolicy:
                     times[k] = max(times[0] * ratio, row[1][k])
                     candidates.append(k)
             # merged at the same syncs as the table: cached with it
-            launch = [self.prefill.launch_extra(bucket, k, times) for k in range(self.max_steps + 1)]
+            launch = [self.prefill.launch_extra(bucket, k, times)
+                      for k in range(self.max_steps + 1)]
             view = self._bucket_cache[bucket] = (times, candidates, launch)
         return view
 

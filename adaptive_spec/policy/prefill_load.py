@@ -139,7 +139,7 @@ class PrefillLoad:
 
     def local_vector(self) -> list:
         """What this rank adds at a sync (its local sums, row after row); they are consumed."""
-        out = [v for row in self._local for v in row] + [v for row in self._local_launch for v in row]
+        out = [v for row in self._local + self._local_launch for v in row]
         for row in self._local:
             row[:] = [0.0] * self.buckets
         for row in self._local_launch:
