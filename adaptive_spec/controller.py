@@ -146,6 +146,12 @@ SWITCH_ON_RESULTS = 3
 MAX_PREFILL_S = 0.5  # a longer wait since the last result holds idle time, not only a prefill
 
 
+def _priced(steps: int, seconds: Optional[float], launched: bool) -> tuple:
+    """A result around a switch on, for `observe_switch_on`: (step count it is priced at,
+    seconds), and True third when a prefill's launch landed in it."""
+    return (steps, seconds, True) if launched else (steps, seconds)
+
+
 class Controller:
     def __init__(self, cfg: AdaptiveSpecConfig, rank: int = 0, reducer=None):
         self.cfg = cfg
@@ -183,7 +189,8 @@ class Controller:
         self.results_seen = 0
         self._unsampled = 0  # decode results whose wall time includes a prefill (see on_extend)
         self._prefill_results_reported = False
-        self._last_result: Optional[tuple] = None  # (steps, wall seconds or None) of the last decode result
+        # (steps, wall seconds or None, a prefill launched before it) of the last decode result
+        self._last_result: Optional[tuple] = None
         self._switch_on: Optional[tuple] = None  # (batch size, [(priced steps, seconds)]) being gathered
         # (batch size, seconds, launched): see _clock_result
         self._held_off_sample: Optional[tuple] = None
@@ -308,7 +315,7 @@ class Controller:
         try:
             launched, self._extend_launched = self._extend_launched, False
             dt = measured = self.timer.tick(steps)
-            self._gather_switch_on(batch_size, steps, mode, dt)
+            self._gather_switch_on(batch_size, steps, mode, dt, launched)
             if mode in REENTRY_MODES or self._unsampled > 0:
                 dt = None
             self._unsampled = max(0, self._unsampled - 1)
@@ -349,23 +356,28 @@ class Controller:
         if observe is not None:
             observe(batch_size, steps, seconds)
 
-    def _gather_switch_on(self, batch_size: int, steps: int, mode: Optional[str], dt: Optional[float]) -> None:
+    def _gather_switch_on(self, batch_size: int, steps: int, mode: Optional[str],
+                          dt: Optional[float], launched: bool = False) -> None:
         """The wall times of the SWITCH_ON_RESULTS results around a switch from an off step to
         drafting, each with the step count the table prices it at (0 for the off step and for
         SGLang's catch-up step, which outputs one token a request), to the policy once all are
-        in (`observe_switch_on`). Rank-identical but for the times, as every input."""
-        last, self._last_result = self._last_result, (steps, dt)
+        in (`observe_switch_on`); a result that also held a prefill's launch carries a third
+        element, True (that launch is priced in the prefill term). Rank-identical but for the
+        times, as every input."""
+        last, self._last_result = self._last_result, (steps, dt, launched)
         if self._switch_on is not None:
             size, results = self._switch_on
-            results.append((steps, dt))
+            results.append(_priced(steps, dt, launched))
             if len(results) < SWITCH_ON_RESULTS:
                 return
             self._switch_on = None
             observe = getattr(self.policy, "observe_switch_on", None)
-            if observe is not None and all(seconds is not None for _, seconds in results):
+            if observe is not None and all(r[1] is not None for r in results):
                 observe(size, results)
         elif mode in REENTRY_MODES and last is not None and last[0] == 0:
-            self._switch_on = (batch_size, [(0, last[1]), (0 if mode == "catchup" else steps, dt)])
+            priced_at = 0 if mode == "catchup" else steps
+            self._switch_on = (batch_size, [_priced(0, last[1], last[2]),
+                                            _priced(priced_at, dt, launched)])
 
     @property
     def off_run(self) -> int:

@@ -530,11 +530,15 @@ class GoodputPolicy:
 
     def observe_switch_on(self, batch_size: int, results: list) -> None:
         """The results around a switch from an off step to drafting, as (step count the table
-        prices it at, seconds): their time beyond that price is what the switch cost
+        prices it at, seconds[, True where a prefill's launch landed in it]): their time beyond
+        that price, and beyond the launch's price in the prefill term, is what the switch cost
         (switch_cost.py)."""
         bucket = bucket_of(batch_size)
         row = self.table.settled_row(bucket)
-        excess = sum(seconds - self.step_time(bucket, k, row) for k, seconds in results)
+        launch = self._bucket_view(bucket)[2]
+        excess = 0.0
+        for k, seconds, *launched in results:
+            excess += seconds - self.step_time(bucket, k, row) - (launch[k] if launched else 0.0)
         self.switch.observe(bucket, excess)
 
     def observe_decode(self, batch_size: int, tokens_per_request: float) -> None:

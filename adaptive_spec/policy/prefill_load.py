@@ -41,7 +41,7 @@ the decode result right after a prefill's launch took 8.5 ms more than the plain
 (5.7 ms) at 33-64 requests, 3.7 ms more than a k = 3 step's (11.8 ms) at 17-32 and 2.7 ms more
 (18.4 ms) at 33-64: a longer GPU step hides more of the same host work. Left out (trimmed as a
 stall or mixed into the decode cell), a busy plain server's prefills read 1.8 ms a step cheaper
-than its phase clocks measured (7.5 against 9.3 ms a step at 64 requests), a k = 3 server's 1.2,
+than its phase clocks measured (7.5 against 9.3 ms a step at 64 requests), a k = 3 server's 1.4,
 and the model put EAGLE-3 at 0.83x of plain where it made 0.99x (at 16 requests 1.29x where it
 made 1.41x). So each such result goes here instead of the table (`Controller._clock_result`),
 as its time beyond its step count's settled step time, per bucket and k (`on_launch`): a

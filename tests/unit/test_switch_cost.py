@@ -8,7 +8,7 @@ import pytest
 
 from adaptive_spec.config import AdaptiveSpecConfig
 from adaptive_spec.controller import Controller
-from adaptive_spec.policy.goodput import MAX_BUCKET_EXP, bucket_of
+from adaptive_spec.policy.goodput import MAX_BUCKET_EXP, GoodputPolicy, bucket_of
 from adaptive_spec.policy.switch_cost import SwitchCost
 from adaptive_spec.signals import LoadSnapshot
 
@@ -61,6 +61,35 @@ def test_the_results_around_a_switch_on_reach_the_policy_priced_as_what_they_out
         ctl.on_result(steps, [0] * 4, mode)
     # a full catch-up's step drafts: priced as a drafting step
     assert seen.calls[1] == (4, [(0, 0.008), (3, 0.070), (3, 0.020)])
+
+
+def test_a_prefills_launch_around_a_switch_is_marked_and_not_priced_twice():
+    """A result around a switch on that also held a prefill's launch is marked: the launch is
+    priced in the prefill term (prefill_load.py), so the switch's price leaves it out."""
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    seen = SeenSwitches(ctl)
+    dts = [0.008, 0.008, 0.018, 0.060, 0.020]
+    ctl.timer.tick = lambda steps, now=None: dts.pop(0)
+    ctl.on_result(0, [0] * 4, "off")
+    ctl.on_result(0, [0] * 4, "off")
+    ctl.on_extend()  # a prefill launched before the last off step's result is processed
+    ctl.on_result(0, [0] * 4, "off")
+    ctl.on_prefill_result(1)
+    ctl.on_result(3, [0] * 4, "reentry")
+    ctl.on_result(3, [0] * 4, "on")
+    assert seen.calls == [(4, [(0, 0.018, True), (3, 0.060), (3, 0.020)])]
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    fill = {0: (8.0, 30), 3: (20.0, 30)}
+    for k, (ms, n) in fill.items():
+        for _ in range(n):
+            pol.table.record(4, k, ms / 1000)
+    pol.table.merge(pol.table.local_vector())
+    i = bucket_of(4) * pol.prefill.width  # k = 0
+    pol.prefill.launch[i], pol.prefill.launches[i] = 0.010, 8.0
+    pol.observe_switch_on(4, [(0, 0.018, True), (3, 0.060), (3, 0.020)])
+    pol.switch.merge(pol.switch.local_vector())
+    # 18 - 8 - 10 (the launch) + 60 - 20 + 20 - 20 = 40 ms, not 50
+    assert pol.switch.cost(bucket_of(4)) == pytest.approx(0.040, abs=1e-6)
 
 
 def test_a_catch_up_while_drafting_is_no_switch_on():
