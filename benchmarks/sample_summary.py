@@ -8,6 +8,14 @@ ms. Classes, a sample with several flags counting in the first: dropped (never r
 policy), after-switch, unsteady (the batch more than 10% off its recent size), after-prefill, grew
 (requests merged in); steady: none of them. A plain cell that reads above plain's own decode step shows
 here which samples carry the excess.
+
+  python -m adaptive_spec.bench.sample_summary --launches server-*.log
+
+Per batch bucket and k: the decode samples beside a prefill's launch (the sample right before
+one flagged after-prefill: with the overlap scheduler the prefill was launched before that
+result was processed, and its host work is in it) against the cell's other samples, and the
+difference, a launch's extra (session 37: 8.5 ms over a 5.7-ms plain step at 33-64 requests in
+session 36's logs; policy/prefill_load.py prices it).
 """
 from __future__ import annotations
 
@@ -65,10 +73,37 @@ def table(groups: Dict[tuple, List[float]]) -> str:
     return _aligned(rows)
 
 
+def launch_table(rows: List[list]) -> str:
+    """Per (bucket, k): the other samples' count and median, the samples beside a launch (the
+    one before an after-prefill sample, whatever its own flags but a switch or a ramp: a new
+    server drops it from the table itself) with their count and mean, and the mean's excess over
+    the median, in ms."""
+    other: Dict[tuple, List[float]] = {}
+    beside: Dict[tuple, List[float]] = {}
+    for (bs, k, ms, flags), nxt in zip(rows, rows[1:] + [None]):
+        if flags & (SWITCHED | UNSTEADY):
+            continue
+        key = (2 ** bucket_of(bs), k)
+        if nxt is not None and nxt[3] & AFTER_PREFILL:
+            beside.setdefault(key, []).append(ms)
+        elif not flags & DROPPED:
+            other.setdefault(key, []).append(ms)
+    out = [["bucket", "k", "other n", "median", "beside n", "mean", "extra"]]
+    for key in sorted(beside):
+        if key not in other:
+            continue
+        med, mean = statistics.median(other[key]), statistics.fmean(beside[key])
+        out.append([str(key[0]), str(key[1]), str(len(other[key])), f"{med:.2f}",
+                    str(len(beside[key])), f"{mean:.2f}", f"{mean - med:+.2f}"])
+    return _aligned(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+", type=Path)
     ap.add_argument("--bucket", type=int, default=64, help="a power of two: batches bucket/2+1..bucket")
+    ap.add_argument("--launches", action="store_true",
+                    help="instead: every bucket's samples beside a prefill's launch against the rest")
     a = ap.parse_args(argv)
     missing = [str(p) for p in a.logs if not p.is_file()]
     if missing:
@@ -79,7 +114,10 @@ def main(argv=None) -> int:
         return 2
     for p in a.logs:
         rows = samples(p.read_text(errors="replace"))
-        if rows:
+        if rows and a.launches:
+            print(f"{server_name(p)}: decode samples beside a prefill's launch, ms")
+            print(launch_table(rows))
+        elif rows:
             groups = split(rows, a.bucket)
             print(f"{server_name(p)}: step-time samples at {a.bucket // 2 + 1}-{a.bucket} running, ms")
             print(table(groups) if groups else "(none in this bucket)")

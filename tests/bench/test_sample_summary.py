@@ -26,6 +26,8 @@ def run_controller(monkeypatch, results):
         now[0] += seconds
         if mode == "prefill":
             ctl.on_prefill_result(admitted=1)
+        elif mode == "extend":
+            ctl.on_extend()
         else:
             ctl.on_result(k, [1 if k else 0] * bs, mode)
     ctl.status()  # a status read flushes what is buffered
@@ -101,3 +103,23 @@ def test_quartiles_stay_within_the_samples():
     p25, p50, p75 = (float(v) for v in row[3:6])
     assert 14.7 <= p25 <= p50 <= p75 <= 148.6 and p50 == pytest.approx(81.65, abs=0.01)
 
+
+
+def test_the_launch_table_reads_a_prefills_launch_beside_the_decode_step(monkeypatch, capsys, tmp_path):
+    """A prefill launched before a plain step's result is processed puts its host work in that
+    result (8 ms here): the table reads it as the launch's extra over the cell's median; the
+    controller gave that sample to the prefill term, not the table (flagged dropped)."""
+    steps = [(0.0, 0, 64, "off")] + [(0.006, 0, 64, "off")] * 12
+    for _ in range(4):
+        steps += [(0.0, 0, 0, "extend"), (0.014, 0, 64, "off"), (0.005, 0, 0, "prefill"),
+                  (0.005, 0, 64, "off")] + [(0.006, 0, 64, "off")] * 4
+    lines = run_controller(monkeypatch, steps)
+    log = tmp_path / "server-adaptive-spec_goodput.log"
+    log.write_text("\n".join(f"[2026-12-04 19:00:00] {ln}" for ln in lines))
+    rows = ss.samples(log.read_text())
+    beside = [r for r, nxt in zip(rows, rows[1:]) if nxt[3] & sample_log.AFTER_PREFILL]
+    assert [r[2] for r in beside] == [14.0] * 4 and all(r[3] & sample_log.DROPPED for r in beside)
+    assert ss.main([str(log), "--launches"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    # 12 + 4 x 5 others, the last one still held for its verdict when the log was read
+    assert out[2].split() == ["64", "0", "31", "6.00", "4", "14.00", "+8.00"]
