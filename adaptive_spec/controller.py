@@ -311,7 +311,7 @@ class Controller:
 
         A decode result processed after a prefill batch's launch (and before its result) holds
         the launch's host work: its time goes to the prefill term instead of the table
-        (`_take_sample`; GPU, session 36: 8.5 ms over a 5.7-ms plain step at 64 requests)."""
+        (`_take_sample`; GPU, session 36: 8.4 ms over a 5.8-ms plain step at 64 requests)."""
         try:
             launched, self._extend_launched = self._extend_launched, False
             dt = measured = self.timer.tick(steps)

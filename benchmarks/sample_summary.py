@@ -11,11 +11,12 @@ here which samples carry the excess.
 
   python -m adaptive_spec.bench.sample_summary --launches server-*.log
 
-Per batch bucket and k: the decode samples beside a prefill's launch (the sample right before
-one flagged after-prefill: with the overlap scheduler the prefill was launched before that
-result was processed, and its host work is in it) against the cell's other samples, and the
-difference, a launch's extra (session 37: 8.5 ms over a 5.7-ms plain step at 33-64 requests in
-session 36's logs; policy/prefill_load.py prices it).
+Per batch bucket and k: the decode samples around a prefill against the cell's other samples:
+the one right before a sample flagged after-prefill (with the overlap scheduler the prefill was
+launched before that result was processed: its host work is in it) and the after-prefill one
+(a little short: part of its step ran beside the prefill); their excess over the median, the
+first alone ("extra", what policy/prefill_load.py prices; session 37, from session 36's logs:
++8.4 ms over a 5.8-ms plain step at 33-64 requests) and both together ("net").
 """
 from __future__ import annotations
 
@@ -74,27 +75,32 @@ def table(groups: Dict[tuple, List[float]]) -> str:
 
 
 def launch_table(rows: List[list]) -> str:
-    """Per (bucket, k): the other samples' count and median, the samples beside a launch (the
-    one before an after-prefill sample, whatever its own flags but a switch or a ramp: a new
-    server drops it from the table itself) with their count and mean, and the mean's excess over
-    the median, in ms."""
+    """Per (bucket, k): the other samples' count and median; the pairs around a prefill (the
+    sample before one flagged after-prefill, which holds the prefill's launch, and that one,
+    which lacks what of its step ran beside the prefill; at one k, neither after a switch nor in
+    a ramp) with their count and means; the first one's excess over the median (what the goodput
+    policy's prefill term prices) and the pair's, in ms."""
     other: Dict[tuple, List[float]] = {}
-    beside: Dict[tuple, List[float]] = {}
-    for (bs, k, ms, flags), nxt in zip(rows, rows[1:] + [None]):
-        if flags & (SWITCHED | UNSTEADY):
-            continue
+    pairs: Dict[tuple, List[tuple]] = {}
+    skip = SWITCHED | UNSTEADY
+    for i, (bs, k, ms, flags) in enumerate(rows):
+        nxt = rows[i + 1] if i + 1 < len(rows) else None
         key = (2 ** bucket_of(bs), k)
         if nxt is not None and nxt[3] & AFTER_PREFILL:
-            beside.setdefault(key, []).append(ms)
-        elif not flags & DROPPED:
+            if not (flags | nxt[3]) & skip and nxt[1] == k and 2 ** bucket_of(nxt[0]) == key[0]:
+                pairs.setdefault(key, []).append((ms, nxt[2]))
+        elif not flags & (skip | DROPPED | AFTER_PREFILL):
             other.setdefault(key, []).append(ms)
-    out = [["bucket", "k", "other n", "median", "beside n", "mean", "extra"]]
-    for key in sorted(beside):
+    out = [["bucket", "k", "other n", "median", "pairs", "beside", "after", "extra", "net"]]
+    for key in sorted(pairs):
         if key not in other:
             continue
-        med, mean = statistics.median(other[key]), statistics.fmean(beside[key])
+        med = statistics.median(other[key])
+        beside = statistics.fmean(b for b, _ in pairs[key])
+        after = statistics.fmean(a for _, a in pairs[key])
         out.append([str(key[0]), str(key[1]), str(len(other[key])), f"{med:.2f}",
-                    str(len(beside[key])), f"{mean:.2f}", f"{mean - med:+.2f}"])
+                    str(len(pairs[key])), f"{beside:.2f}", f"{after:.2f}", f"{beside - med:+.2f}",
+                    f"{beside + after - 2 * med:+.2f}"])
     return _aligned(out)
 
 

@@ -35,20 +35,22 @@ batch, would have put plain ahead (a reading of that table, not a measurement).
 
 A prefill's launch. With the overlap scheduler a prefill batch is scheduled and launched on the
 host before the decode result beside it is processed, so that decode result's wall time holds
-the launch's host work beyond what the GPU's decode step hid of it; the interval up to the
-prefill's own result holds the rest. Measured on the H200 (session 36's sample logs, dense pair):
-the decode result right after a prefill's launch took 8.5 ms more than the plain step's median
-(5.7 ms) at 33-64 requests, 3.7 ms more than a k = 3 step's (11.8 ms) at 17-32 and 2.7 ms more
-(18.4 ms) at 33-64: a longer GPU step hides more of the same host work. Left out (trimmed as a
-stall or mixed into the decode cell), a busy plain server's prefills read 1.8 ms a step cheaper
-than its phase clocks measured (7.5 against 9.3 ms a step at 64 requests), a k = 3 server's 1.4,
-and the model put EAGLE-3 at 0.83x of plain where it made 0.99x (at 16 requests 1.29x where it
-made 1.41x). So each such result goes here instead of the table (`Controller._clock_result`),
-as its time beyond its step count's settled step time, per bucket and k (`on_launch`): a
-prefill batch then costs P / B (the seconds per batch) plus that extra at the k it meets, with
-B measured prefill batches per decode step. At a k with no such result yet the extra is the
-nearest measured k's scaled by their step times (t_j / t_k: the three readings above fit it
-within 10%; a reading of one machine, not a law).
+the launch's host work beyond what the GPU's decode step hid of it. Measured on the H200
+(session 36's sample logs, dense pair; `sample_summary --launches`): 8.4 ms over a 5.8-ms plain
+step at 33-64 requests, 3.5 ms over a 12.0-ms k = 3 step at 17-32 and 2.4 ms over an 18.6-ms one
+at 33-64: a longer GPU step hides more of it. Left out (trimmed as a stall or mixed into the
+decode cell), a busy plain server's prefills read 1.8 ms a step cheaper than its phase clocks
+measured (7.5 against 9.3 ms a step at 64 requests), a k = 3 server's 1.4, and the model put
+EAGLE-3 at 0.83x of plain where it made 0.99x (at 16 requests 1.29x where it made 1.41x). So
+each such result goes here instead of the table (`Controller._clock_result`), as its time beyond
+its step count's settled step time, per bucket and k (`on_launch`): a prefill batch then costs
+P / B (the seconds per batch) plus that extra at the k it meets, with B measured prefill batches
+per decode step. At a k with no such result yet the extra is the nearest measured k's scaled by
+their step times, t_j / t_k (from 64 requests' plain results: 2.6 ms at k = 3, where 2.4 was
+read). The result after the prefill's own, a little short (0.1 ms under a plain step at 64,
+1.4 under a k = 3 step at 32: part of its step ran beside the prefill), stays in the table: at
+128-256 requests a prefill comes every 1-3 decode steps, and taking both would leave the table
+next to nothing (session 5's starvation, `test_busy_batches_are_sampled_between_prefills`).
 
 Tensor parallel: the prefill seconds are each rank's own wall time; like the step times they
 are merged only at the policy's syncs through its reducer (an all-reduce mean), so every rank
@@ -185,8 +187,9 @@ class PrefillLoad:
 
     def launch_extra(self, bucket: int, k: int, times: list) -> float:
         """Seconds a prefill's launch adds to the decode step beside it at step count k:
-        measured at (bucket, k), else the nearest measured k's scaled by the step times
-        (`times`: each k's step time at this bucket), else 0.0; never below 0."""
+        measured at (bucket, k), else the nearest measured k's scaled by their step times
+        (`times`: each k's step time at this bucket; a longer GPU step hides more of it), else
+        0.0; never below 0."""
         base = bucket * self.width
         measured = [j for j in range(self.width) if self.launches[base + j] >= self.LAUNCH_MIN]
         if not measured:

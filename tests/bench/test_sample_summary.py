@@ -107,8 +107,9 @@ def test_quartiles_stay_within_the_samples():
 
 def test_the_launch_table_reads_a_prefills_launch_beside_the_decode_step(monkeypatch, capsys, tmp_path):
     """A prefill launched before a plain step's result is processed puts its host work in that
-    result (8 ms here): the table reads it as the launch's extra over the cell's median; the
-    controller gave that sample to the prefill term, not the table (flagged dropped)."""
+    result (8 ms here) and the step after the prefill's result runs 1 ms short: the table reads
+    them over the cell's median; the controller gave the first to the prefill term, not the
+    step-time table (flagged dropped), and kept the second."""
     steps = [(0.0, 0, 64, "off")] + [(0.006, 0, 64, "off")] * 12
     for _ in range(4):
         steps += [(0.0, 0, 0, "extend"), (0.014, 0, 64, "off"), (0.005, 0, 0, "prefill"),
@@ -119,7 +120,10 @@ def test_the_launch_table_reads_a_prefills_launch_beside_the_decode_step(monkeyp
     rows = ss.samples(log.read_text())
     beside = [r for r, nxt in zip(rows, rows[1:]) if nxt[3] & sample_log.AFTER_PREFILL]
     assert [r[2] for r in beside] == [14.0] * 4 and all(r[3] & sample_log.DROPPED for r in beside)
+    after = [r for r in rows if r[3] & sample_log.AFTER_PREFILL]
+    assert [r[2] for r in after] == [5.0] * 4 and not any(r[3] & sample_log.DROPPED for r in after)
     assert ss.main([str(log), "--launches"]) == 0
     out = capsys.readouterr().out.splitlines()
-    # 12 + 4 x 5 others, the last one still held for its verdict when the log was read
-    assert out[2].split() == ["64", "0", "31", "6.00", "4", "14.00", "+8.00"]
+    # 12 + 4 x 4 others, the last one still held for its verdict when the log was read; the
+    # pairs: 14 ms beside the launch, 5 after the prefill's result, 7 ms over two 6-ms steps
+    assert out[2].split() == ["64", "0", "27", "6.00", "4", "14.00", "5.00", "+8.00", "+7.00"]

@@ -1371,8 +1371,8 @@ def simulate_launches(monkeypatch, decisions, seed, bs=64, p=0.7):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_prefills_launch_in_the_decode_step_beside_it_is_priced(monkeypatch, seed):
-    """With the launch's host work in the decode result after it (GPU, session 36: 8.5 ms over
-    a 5.7-ms plain step, 2.7 over an 18.4-ms k = 3 one), a model without it put EAGLE-3 at
+    """With the launch's host work in the decode result after it (GPU, session 36: 8.4 ms over
+    a 5.8-ms plain step, 2.4 over an 18.6-ms k = 3 one), a model without it put EAGLE-3 at
     0.83x of plain at 64 requests where it made 0.99x. Here k = 3 truly makes 1.14x of plain;
     the plain step with a launch in it is 2.75x the plain cell (trimmed as a stall), the k = 3
     one kept in its cell: priced by the table alone, plain looks 6% better and runs."""

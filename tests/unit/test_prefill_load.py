@@ -127,23 +127,23 @@ def test_a_launch_adds_its_extra_per_prefill_batch_at_the_measured_batch_rate():
 
 
 def test_an_unmeasured_step_counts_launch_extra_scales_with_the_step_times():
-    """A longer GPU step hides more of the launch's host work (GPU, session 36: 8.5 ms over a
-    5.7-ms plain step, 2.7 over an 18.4-ms k = 3 step at 33-64 requests): an unmeasured k
-    takes the nearest measured k's extra times t_j / t_k; nothing measured, nothing added; a
-    mean below zero (no launch cost to see) adds nothing."""
+    """A longer GPU step hides more of a prefill's launch (GPU, session 36: 8.4 ms over a
+    5.8-ms plain step at 33-64 requests, 2.4 over an 18.6-ms k = 3 step): an unmeasured k takes
+    the nearest measured k's extra times t_j / t_k (here 2.6); nothing measured, nothing added;
+    a mean below zero (no launch cost to see) adds nothing."""
     load = PrefillLoad(13)
-    times = [0.0057, 0.0150, 0.0165, 0.0184]
+    times = [0.0058, 0.0150, 0.0165, 0.0186]
     assert load.launch_extra(7, 3, times) == 0.0
     fed(load, 7, 100, 1.0, [])
     for _ in range(3):
-        load.on_launch(7, 0, 0.0085)
+        load.on_launch(7, 0, 0.0083)
     load.sync(lambda v: v)
     assert load.launch_extra(7, 0, times) == 0.0  # 3 < LAUNCH_MIN launches
     for _ in range(3):
-        load.on_launch(7, 0, 0.0085)
+        load.on_launch(7, 0, 0.0083)
     load.sync(lambda v: v)
-    assert load.launch_extra(7, 0, times) == pytest.approx(0.0085)
-    assert load.launch_extra(7, 3, times) == pytest.approx(0.0085 * 0.0057 / 0.0184)  # ~2.6 ms
+    assert load.launch_extra(7, 0, times) == pytest.approx(0.0083)
+    assert load.launch_extra(7, 3, times) == pytest.approx(0.0083 * 0.0058 / 0.0186)  # ~2.6 ms
     for _ in range(8):
         load.on_launch(7, 2, -0.001)
     load.sync(lambda v: v)
