@@ -310,8 +310,9 @@ class Controller:
         EAGLE-3 made 0.86x of plain.
 
         A decode result processed after a prefill batch's launch (and before its result) holds
-        the launch's host work: its time goes to the prefill term instead of the table
-        (`_take_sample`; GPU, session 36: 8.4 ms over a 5.8-ms plain step at 64 requests)."""
+        the launch's host work: its time goes to the policy as a launch's, which prices the
+        extra in the prefill term (`_take_sample`; GPU, session 36: 8.4 ms over a 5.8-ms plain
+        step at 64 requests)."""
         try:
             launched, self._extend_launched = self._extend_launched, False
             dt = measured = self.timer.tick(steps)
@@ -343,7 +344,8 @@ class Controller:
 
     def _take_sample(self, batch_size: int, steps: int, seconds: float, launched: bool) -> None:
         """A decode step's time: to the step-time table, or, when a prefill batch was launched
-        before its result was processed, to the prefill term as that launch's cost."""
+        before its result was processed, to the policy as a launch's (which splits it between
+        the prefill term and the table, `GoodputPolicy.observe_prefill_launch`)."""
         if not launched:
             self._observe_step_time(batch_size, steps, seconds)
             return

@@ -8,8 +8,10 @@ at a time:
 
 Flags (bits): AFTER_PREFILL the interval started at a prefill's result (the timer restarted
 there); SWITCHED the previous result ran another step count; GREW the batch grew since the
-previous result (requests merged in); DROPPED the sample did not reach the policy (a catch-up or
-re-entry step, or a result whose interval holds a prefill); UNSTEADY the batch is more than 10%
+previous result (requests merged in); DROPPED the sample did not reach the step-time table as
+measured (a catch-up or re-entry step, a result whose interval holds a prefill, or, since
+session 37, one beside a prefill's launch: the table got it less the launch's measured extra,
+policy/prefill_load.py); UNSTEADY the batch is more than 10%
 off its recent size (a ramp, a warm-up wave, a drain: what the goodput policy's prefill term
 leaves out, `RecentBatch`, and its step-time table keeps). `python -m
 adaptive_spec.bench.sample_summary` splits a bucket's samples by those flags.

@@ -520,13 +520,19 @@ class GoodputPolicy:
     def observe_prefill_launch(self, batch_size: int, k: int, seconds: float) -> None:
         """A decode result at step count k processed right after a prefill batch's launch took
         `seconds`: its time beyond k's settled step time is the launch's (prefill_load.py, "A
-        prefill's launch"); not a step-time sample. Dropped while k has no settled time here."""
+        prefill's launch"), and the table gets the step less the extra measured here so far.
+        Where every decode step has a launch beside it (a prefill each step, as at 128-256
+        requests) the two cannot be told apart: the table then learns steps with their launches
+        and the term ~0 beside them, the same total, and never starves (session 5)."""
         if not 0 <= k <= self.max_steps or seconds <= 0:
             return
         bucket = bucket_of(batch_size)
         settled = self.table.settled_row(bucket)[0][k]
         if settled is not None:
             self.prefill.on_launch(bucket, k, seconds - settled)
+        step = seconds - self.prefill.measured_launch(bucket, k)
+        if step > 0:
+            self.table.record(batch_size, k, step)
 
     def observe_switch_on(self, batch_size: int, results: list) -> None:
         """The results around a switch from an off step to drafting, as (step count the table

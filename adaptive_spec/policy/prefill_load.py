@@ -42,15 +42,18 @@ at 33-64: a longer GPU step hides more of it. Left out (trimmed as a stall or mi
 decode cell), a busy plain server's prefills read 1.8 ms a step cheaper than its phase clocks
 measured (7.5 against 9.3 ms a step at 64 requests), a k = 3 server's 1.4, and the model put
 EAGLE-3 at 0.83x of plain where it made 0.99x (at 16 requests 1.29x where it made 1.41x). So
-each such result goes here instead of the table (`Controller._clock_result`), as its time beyond
-its step count's settled step time, per bucket and k (`on_launch`): a prefill batch then costs
-P / B (the seconds per batch) plus that extra at the k it meets, with B measured prefill batches
-per decode step. At a k with no such result yet the extra is the nearest measured k's scaled by
+each such result's time beyond its step count's settled step time comes here, per bucket and k
+(`on_launch`, from `Controller._take_sample`), and the table gets the result less the extra
+measured so far (`GoodputPolicy.observe_prefill_launch`): a prefill batch then costs P / B (the
+seconds per batch) plus that extra at the k it meets, with B measured prefill batches per decode
+step. Where every decode step has a launch beside it (a prefill each step) the split cannot be
+seen: the table holds steps with their launches, the extra reads ~0, the total is the same, and
+the table is never starved of samples (session 5). At a k with no such result yet the extra is the nearest measured k's scaled by
 their step times, t_j / t_k (from 64 requests' plain results: 2.6 ms at k = 3, where 2.4 was
 read). The result after the prefill's own, a little short (0.1 ms under a plain step at 64,
-1.4 under a k = 3 step at 32: part of its step ran beside the prefill), stays in the table: at
-128-256 requests a prefill comes every 1-3 decode steps, and taking both would leave the table
-next to nothing (session 5's starvation, `test_busy_batches_are_sampled_between_prefills`).
+1.4 under a k = 3 step at 32: part of its step ran beside the prefill), is an ordinary sample:
+routing it to the term as well (tried) left the table nothing where a prefill comes every other
+step (`test_busy_batches_are_sampled_between_prefills`).
 
 Tensor parallel: the prefill seconds are each rank's own wall time; like the step times they
 are merged only at the policy's syncs through its reducer (an all-reduce mean), so every rank
@@ -184,6 +187,12 @@ class PrefillLoad:
         a_k = a * tokens_k / max(self.tokens[bucket], 1e-9)
         launches = max(0.0, launch_s) * self.batches[bucket]  # per step, at the measured rate
         return (p + launches) * (1.0 - math.exp(-a_k)) / (1.0 - math.exp(-a))
+
+    def measured_launch(self, bucket: int, k: int) -> float:
+        """The launch extra measured at (bucket, k) (0.0 until LAUNCH_MIN launches), never below
+        0: what a decode step beside a launch is reduced by before it enters the table."""
+        i = bucket * self.width + k
+        return max(0.0, self.launch[i]) if self.launches[i] >= self.LAUNCH_MIN else 0.0
 
     def launch_extra(self, bucket: int, k: int, times: list) -> float:
         """Seconds a prefill's launch adds to the decode step beside it at step count k:
