@@ -109,7 +109,8 @@ def main(argv=None) -> int:
     ap.add_argument("logs", nargs="+", type=Path)
     ap.add_argument("--bucket", type=int, default=64, help="a power of two: batches bucket/2+1..bucket")
     ap.add_argument("--launches", action="store_true",
-                    help="instead: every bucket's samples beside a prefill's launch against the rest")
+                    help="instead: every bucket's samples beside a prefill's launch against "
+                         "the rest")
     a = ap.parse_args(argv)
     missing = [str(p) for p in a.logs if not p.is_file()]
     if missing:

@@ -34,23 +34,23 @@ EAGLE-3 made 0.95x of plain; on the run's final table a cost per new request, in
 batch, would have put plain ahead (a reading of that table, not a measurement).
 
 A prefill's launch. With the overlap scheduler a prefill batch is scheduled and launched on the
-host before the decode result beside it is processed, so that decode result's wall time holds
-the launch's host work beyond what the GPU's decode step hid of it. Measured on the H200
-(session 36's sample logs, dense pair; `sample_summary --launches`): 8.4 ms over a 5.8-ms plain
-step at 33-64 requests, 3.5 ms over a 12.0-ms k = 3 step at 17-32 and 2.4 ms over an 18.6-ms one
-at 33-64: a longer GPU step hides more of it. Left out (trimmed as a stall or mixed into the
-decode cell), a busy plain server's prefills read 1.8 ms a step cheaper than its phase clocks
-measured (7.5 against 9.3 ms a step at 64 requests), a k = 3 server's 1.4, and the model put
-EAGLE-3 at 0.83x of plain where it made 0.99x (at 16 requests 1.29x where it made 1.41x). So
-each such result's time beyond its step count's settled step time comes here, per bucket and k
-(`on_launch`, from `Controller._take_sample`), and the table gets the result less the extra
-measured so far (`GoodputPolicy.observe_prefill_launch`): a prefill batch then costs P / B (the
-seconds per batch) plus that extra at the k it meets, with B measured prefill batches per decode
-step. Where every decode step has a launch beside it (a prefill each step) the split cannot be
-seen: the table holds steps with their launches, the extra reads ~0, the total is the same, and
-the table is never starved of samples (session 5). At a k with no such result yet the extra is the nearest measured k's scaled by
-their step times, t_j / t_k (from 64 requests' plain results: 2.6 ms at k = 3, where 2.4 was
-read). The result after the prefill's own, a little short (0.1 ms under a plain step at 64,
+host before the decode result beside it is processed, so that decode result's wall time holds the
+launch's host work beyond what the GPU's decode step hid of it. Measured on the H200 (session 36's
+sample logs, dense pair; `sample_summary --launches`): 8.4 ms over a 5.8-ms plain step at 33-64
+requests, 3.5 ms over a 12.0-ms k = 3 step at 17-32 and 2.4 ms over an 18.6-ms one at 33-64: a
+longer GPU step hides more of it. Left out (trimmed as a stall or mixed into the decode cell), a
+busy plain server's prefills read 1.8 ms a step cheaper than its phase clocks measured (7.5 against
+9.3 ms a step at 64 requests), a k = 3 server's 1.4, and the model put EAGLE-3 at 0.83x of plain
+where it made 0.99x (at 16 requests 1.29x where it made 1.41x). So each such result's time beyond
+its step count's settled step time comes here, per bucket and k (`on_launch`, from
+`Controller._take_sample`), and the table gets the result less the extra measured so far
+(`GoodputPolicy.observe_prefill_launch`): a prefill batch then costs P / B (the seconds per batch)
+plus that extra at the k it meets, with B measured prefill batches per decode step. Where every
+decode step has a launch beside it (a prefill each step) the split cannot be seen: the table holds
+steps with their launches, the extra reads ~0, the total is the same, and the table is never
+starved of samples (session 5). At a k with no such result yet the extra is the nearest measured
+k's scaled by their step times, t_j / t_k (from 64 requests' plain results: 2.6 ms at k = 3, where
+2.4 was read). The result after the prefill's own, a little short (0.1 ms under a plain step at 64,
 1.4 under a k = 3 step at 32: part of its step ran beside the prefill), is an ordinary sample:
 routing it to the term as well (tried) left the table nothing where a prefill comes every other
 step (`test_busy_batches_are_sampled_between_prefills`).

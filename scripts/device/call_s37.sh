@@ -58,7 +58,8 @@ kb)
   dense_pinned_setup $1
   sweep 0 kb-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
     plain,eagle3,builtin-adaptive,adaptive-spec:goodput --concurrency 1,4,16 --repeat 2 \
-    --time-budget-s 6 --start-timeout-s 360 --system-args "$GOODPUT" --spec-steps 7 > /tmp/tail-kb.txt
+    --time-budget-s 6 --start-timeout-s 360 --system-args "$GOODPUT" --spec-steps 7 \
+    > /tmp/tail-kb.txt
   report kb- logs-kb.tar.xz /tmp/tail-kb.txt
   for of in builtin-adaptive envelope; do
     ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-kb-dense.json \
