@@ -530,9 +530,7 @@ class GoodputPolicy:
         settled = self.table.settled_row(bucket)[0][k]
         if settled is not None:
             self.prefill.on_launch(bucket, k, seconds - settled)
-        step = seconds - self.prefill.measured_launch(bucket, k)
-        if step > 0:
-            self.table.record(batch_size, k, step)
+        self.observe_step_time(batch_size, k, seconds - self.prefill.measured_launch(bucket, k))
 
     def observe_switch_on(self, batch_size: int, results: list) -> None:
         """The results around a switch from an off step to drafting, as (step count the table

@@ -41,9 +41,9 @@ requests, 3.5 ms over a 12.0-ms k = 3 step at 17-32 and 2.4 ms over an 18.6-ms o
 longer GPU step hides more of it. Left out (trimmed as a stall or mixed into the decode cell), a
 busy plain server's prefills read 1.8 ms a step cheaper than its phase clocks measured (7.5 against
 9.3 ms a step at 64 requests), a k = 3 server's 1.4, and the model put EAGLE-3 at 0.83x of plain
-where it made 0.99x (at 16 requests 1.29x where it made 1.41x). So each such result's time beyond
-its step count's settled step time comes here, per bucket and k (`on_launch`, from
-`Controller._take_sample`), and the table gets the result less the extra measured so far
+where it made 0.99x (at 16 requests 1.29x where it made 1.41x; `bench.model_check`). So each such
+result's time beyond its step count's settled step time comes here, per bucket and k (`on_launch`,
+from `Controller._take_sample`), and the table gets the result less the extra measured so far
 (`GoodputPolicy.observe_prefill_launch`): a prefill batch then costs P / B (the seconds per batch)
 plus that extra at the k it meets, with B measured prefill batches per decode step. Where every
 decode step has a launch beside it (a prefill each step) the split cannot be seen: the table holds
@@ -204,10 +204,8 @@ class PrefillLoad:
         if not measured:
             return 0.0
         j = min(measured, key=lambda j: (abs(j - k), j))
-        extra = max(0.0, self.launch[base + j])
-        if j != k and times[k] > 0:
-            extra *= times[j] / times[k]
-        return extra
+        extra = self.measured_launch(bucket, j)
+        return extra * times[j] / times[k] if j != k and times[k] > 0 else extra
 
     def batch_fit(self, bucket: int) -> tuple:
         """(fixed seconds, seconds per new request, batches) of the prefill batches at this
