@@ -13,6 +13,8 @@ the same scenarios, for the before/after pairs. Scenarios:
 - moe4-r0-table (session 29): the table kept after `mq`'s first 4-request repeat (k = 1 at 1
   request 2.48x a plain step on 6 warm-up samples, 1.75x at 4 on 12); the decision at an
   explore step at 4 running, for position-1 acceptance of 30-69 in 100.
+- k7-h200 (session 37): up to 7 steps on costs shaped like session 36's final table, dial
+  0.7, at 4 / 16 / 32 / 64 requests: the best chain against k = 3 and what the policy makes.
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -71,7 +73,34 @@ def main() -> int:
         pol, acc = mq_r0_policy(right)
         d = pol.decide(LoadSnapshot(running=4), acc)
         print(f"moe4-r0-table position 1 right {right}/100: k = {d.steps} ({d.reason})")
+    k7_h200(simulate)
     return 0
+
+
+def k7_h200(simulate) -> None:
+    """Session 37: up to 7 steps on costs shaped like session 36's final table (dial 0.7): the
+    best chain's gain over k = 3, and the policy's goodput against the best k (and the best
+    k <= 3) over the first 600 and over 3,000 decisions, per batch size and seed."""
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.controller import Controller
+    from tests.unit.test_goodput_policy import expected_tokens, h200_shaped_step_s, H200_SHAPE_MS
+    p = 0.7
+    for bs in H200_SHAPE_MS:
+        goodput = [expected_tokens(p, k) / h200_shaped_step_s(bs, k) for k in range(8)]
+        best, best3 = max(goodput), max(goodput[:4])
+        for seed in (1, 2):
+            ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=7))
+            ctl.timer.tick = lambda steps, now=None: None
+            chosen = simulate(ctl, bs, p, 3000, random.Random(seed), cost=h200_shaped_step_s)
+
+            def rate(ks):  # tokens per second over these decisions, per request
+                return (sum(expected_tokens(p, k) for k in ks)
+                        / sum(h200_shaped_step_s(bs, k) for k in ks))
+            print(f"k7-h200 bs={bs} seed={seed}: best k={goodput.index(best)} at "
+                  f"{best / best3:.3f}x of the best k <= 3; first 600 "
+                  f"{rate(chosen[:600]) / best:.3f} of the best ({rate(chosen[:600]) / best3:.3f} "
+                  f"of k <= 3), all 3000 "
+                  f"{rate(chosen) / best:.3f}, last 1000 {dict(Counter(chosen[-1000:]))}")
 
 
 if __name__ == "__main__":

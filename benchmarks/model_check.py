@@ -1,0 +1,112 @@
+"""The goodput policy's cost model against the servers measured beside it, from a sweep JSON.
+
+  python -m adaptive_spec.bench.model_check FILE.json ... [--csv OUT.csv]
+
+For each concurrency where the sweep ran plain, eagle3 and adaptive-spec:goodput: the goodput
+server's final table (rank 0's `final_status`) at the batch bucket of plain's mean running
+requests, a decode step's time at k = 0 and at eagle3's step count K (`step_ms`, the cells'
+means), the prefill time each brings per decode step (`prefill_ms_admitted_tokens_per_step`
+through the policy's own `PrefillLoad.per_step`), and from them the EAGLE-3 / plain ratio the
+model predicts, E_K / (t_K + P_K) against 1 / (t_0 + P_0), E_K from the final per-position
+acceptance; beside it the ratio EAGLE-3 made (its mean output tok/s over the repeats against
+plain's). Session 37: at 64 requests in session 36's `hi`/`pc` runs the model read 0.83x where
+EAGLE-3 made 0.99x (a prefill's launch left out: policy/prefill_load.py).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+from typing import List
+
+from adaptive_spec.policy.goodput import MAX_BUCKET_EXP, bucket_of
+from adaptive_spec.policy.prefill_load import PrefillLoad
+
+from .phase_summary import _aligned
+
+COLUMNS = ["file", "concurrency", "bucket", "k", "t0_ms", "tk_ms", "prefill0_ms", "prefillk_ms",
+           "model_decode_only", "model", "measured"]
+
+
+def expected(per_position: List[float], k: int) -> float:
+    """E_k = 1 + p_1 + p_1 p_2 + ... (per-position conditional acceptances)."""
+    e, run = 1.0, 1.0
+    for p in per_position[:k]:
+        run *= p
+        e += run
+    return e
+
+
+def prefill_term(snapshot: dict) -> PrefillLoad:
+    """A PrefillLoad holding the merged values a status snapshot reports."""
+    load = PrefillLoad(MAX_BUCKET_EXP + 1)
+    for bucket, (ms, admitted, tokens) in snapshot.items():
+        b = int(math.log2(int(bucket)))
+        load.seconds[b], load.admitted[b], load.tokens[b] = ms / 1000.0, admitted, tokens
+        load.steps[b] = load.MEMORY_STEPS
+    return load
+
+
+def rows_of(path: Path) -> List[dict]:
+    res = json.loads(path.read_text())
+    systems = res.get("systems") or {}
+    status = ((systems.get("adaptive-spec:goodput") or {}).get("final_status") or [None])[0]
+    if not status:
+        raise ValueError("no adaptive-spec:goodput final status")
+    k = int((systems.get("eagle3") or {}).get("spec_steps") or 3)
+    model = status["cost_model"]
+    per_position = status["acceptance"]["per_position"]
+    load = prefill_term(model.get("prefill_ms_admitted_tokens_per_step") or {})
+    tok, running = {}, {}
+    for r in res["rows"]:
+        key = (r["system"], r["concurrency"])
+        tok.setdefault(key, []).append(r["output_tok_s"])
+        running.setdefault(key, []).append(r.get("mean_running") or r["concurrency"])
+    out = []
+    for n in sorted({c for _, c in tok}):
+        if ("plain", n) not in tok or ("eagle3", n) not in tok:
+            continue
+        b = bucket_of(round(statistics.fmean(running[("plain", n)])))
+        cells = model["step_ms"].get(str(2 ** b)) or {}
+        if "0" not in cells or str(k) not in cells:
+            continue
+        t0, tk = cells["0"] / 1000.0, cells[str(k)] / 1000.0
+        e0, ek = 1.0, expected(per_position, k)
+        p0, pk = load.per_step(b, e0), load.per_step(b, ek)
+        measured = statistics.fmean(tok[("eagle3", n)]) / statistics.fmean(tok[("plain", n)])
+        out.append({"file": path.name, "concurrency": n, "bucket": 2 ** b, "k": k,
+                    "t0_ms": round(1000 * t0, 2), "tk_ms": round(1000 * tk, 2),
+                    "prefill0_ms": round(1000 * p0, 2), "prefillk_ms": round(1000 * pk, 2),
+                    "model_decode_only": round(ek / tk * t0, 3),
+                    "model": round(ek / (tk + pk) * (t0 + p0), 3),
+                    "measured": round(measured, 3)})
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("files", nargs="+", type=Path)
+    ap.add_argument("--csv", type=Path, default=None, help="also write the rows as CSV")
+    a = ap.parse_args(argv)
+    rows = []
+    for f in a.files:
+        try:
+            rows += rows_of(f)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print(f"error: {f}: cannot read the model and the servers: {e!r}", file=sys.stderr)
+            return 2
+    print(_aligned([COLUMNS] + [[str(r[c]) for c in COLUMNS] for r in rows]))
+    if a.csv is not None:
+        with a.csv.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=COLUMNS)
+            w.writeheader()
+            w.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""model_check: the goodput policy's cost model against EAGLE-3 and plain measured beside it,
+read from a committed sweep (session 36's 16 / 128 / 256 run)."""
+import csv
+import json
+import statistics
+from pathlib import Path
+
+from adaptive_spec.bench import model_check
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+HI = RESULTS / "2026-12-04-s36-dense-16-128-256.json"
+
+
+def test_the_measured_and_decode_only_columns_follow_from_the_sweep(tmp_path, capsys):
+    out = tmp_path / "check.csv"
+    assert model_check.main([str(HI), "--csv", str(out)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    res = json.loads(HI.read_text())
+    # 128 / 256: the final table has no k = 3 cell at plain's bucket (plain ran there): no row
+    assert [int(r["concurrency"]) for r in rows] == [16]
+    row = rows[0]
+    tok = {s: [x["output_tok_s"] for x in res["rows"]
+               if x["system"] == s and x["concurrency"] == 16] for s in ("plain", "eagle3")}
+    made = statistics.fmean(tok["eagle3"]) / statistics.fmean(tok["plain"])
+    assert float(row["measured"]) == round(made, 3)
+    status = res["systems"]["adaptive-spec:goodput"]["final_status"][0]
+    p = status["acceptance"]["per_position"]
+    e3 = 1 + p[0] + p[0] * p[1] + p[0] * p[1] * p[2]
+    cells = status["cost_model"]["step_ms"]["16"]
+    assert float(row["model_decode_only"]) == round(e3 / cells["3"] * cells["0"], 3)
+    # the prefill term adds more per step to the drafting step here (more requests finish)
+    assert float(row["prefillk_ms"]) > float(row["prefill0_ms"]) > 0
+    assert "concurrency" in capsys.readouterr().out
+
+
+def test_a_sweep_without_the_goodput_server_is_one_line_and_status_2(tmp_path, capsys):
+    f = tmp_path / "plain-only.json"
+    f.write_text(json.dumps({"systems": {"plain": {}}, "rows": []}))
+    assert model_check.main([str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no adaptive-spec:goodput final status" in err
