@@ -20,7 +20,7 @@ from . import sample_log
 from .config import AdaptiveSpecConfig
 from .follow import PROBING, FollowLog
 from .policy import Decision, make_policy
-from .policy.goodput import bucket_of
+from .policy.step_table import bucket_of
 from .signals import AcceptanceStats, LoadSnapshot, StepTimer
 from .staleness import StalenessLedger
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Optional
 
-from .policy.goodput import bucket_of
+from .policy.step_table import bucket_of
 
 # a short look at another k (goodput's probes and refreshes, the threshold policy's re-probes):
 # not a change of the choice, and the return from it is none either

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import List
 
-from adaptive_spec.policy.goodput import MAX_BUCKET_EXP, bucket_of
+from adaptive_spec.policy.step_table import MAX_BUCKET_EXP, bucket_of
 from adaptive_spec.policy.prefill_load import PrefillLoad
 
 from .phase_summary import _aligned

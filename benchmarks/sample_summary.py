@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
-from adaptive_spec.policy.goodput import bucket_of
+from adaptive_spec.policy.step_table import bucket_of
 from adaptive_spec.sample_log import AFTER_PREFILL, DROPPED, GREW, SWITCHED, UNSTEADY
 
 from .phase_summary import _aligned, server_name

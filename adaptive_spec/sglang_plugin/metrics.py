@@ -76,7 +76,7 @@ class Metrics:
                 self.accept_pos.labels(self.rank, str(j + 1)).set(p)
         step_time = getattr(ctl.policy, "step_time", None)
         if step_time is not None:
-            from ..policy.goodput import bucket_of
+            from ..policy.step_table import bucket_of
 
             bucket = bucket_of(snap.running)
             for k in range(ctl.cfg.max_steps + 1):

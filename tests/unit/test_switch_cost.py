@@ -8,7 +8,8 @@ import pytest
 
 from adaptive_spec.config import AdaptiveSpecConfig
 from adaptive_spec.controller import Controller
-from adaptive_spec.policy.goodput import MAX_BUCKET_EXP, GoodputPolicy, bucket_of
+from adaptive_spec.policy.goodput import GoodputPolicy
+from adaptive_spec.policy.step_table import MAX_BUCKET_EXP, bucket_of
 from adaptive_spec.policy.switch_cost import SwitchCost
 from adaptive_spec.signals import LoadSnapshot
 

@@ -1,0 +1,323 @@
+"""The goodput policy's step-time table t(batch bucket, k): mean seconds per decode step, learned
+online from the step times the server measures, with the rules that keep stalls out of it (the
+trim, the plausible bound, the caps by longer chains and larger batches) and the bounds the
+policy reads from it (floors, estimates across buckets). Why each rule exists is in
+`policy/goodput.py`'s docstring and beside the rule. Never imports SGLang."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Callable, Iterable, Optional
+
+
+MAX_BUCKET_EXP = 12  # batch buckets 1, 2, 4, ... 4096
+TRIM_FACTOR = 2.5  # a step sample over this many times its reference is a stall (`_trimmed`)
+# A cell measured at a context (KV tokens per running request) this many times off today's, and
+# this many tokens away, is refreshed (`StepTimeTable.measured_at_another_context`). The token
+# floor keeps short-prompt loads out: the sweeps' requests go from ~84 tokens at a level's start
+# to ~200 in its steady state, a small part of a step's reads on the 8B pair.
+CONTEXT_DRIFT = 2.0
+CONTEXT_DRIFT_TOKENS = 512
+
+
+def bucket_of(batch_size: int) -> int:
+    """ceil(log2(batch size)), capped: (n - 1).bit_length() is that exactly, without floats."""
+    return min(MAX_BUCKET_EXP, (max(1, batch_size) - 1).bit_length())
+
+
+class StepTimeTable:
+    """t(bucket, k): mean seconds per decode step, with sample counts."""
+
+    LOCAL_CAP = 64  # samples kept per cell between two syncs (the latest)
+    PLAUSIBLE = 1.5  # slack on the (2k+2) x t(k=0) bound of a drafting step's cost
+    IMPLAUSIBLE_QUORUM = 3  # a cell's samples in a sync from which those over it are trimmed, not dropped
+    CEILING_SAMPLES = 6  # samples a cell needs before it caps a shorter chain or a smaller batch
+    # ... and how recently it must have had them (syncs; 256 = 8,192 decisions, 1-3 minutes of
+    # a busy server): a cell measured at shorter contexts long ago is no bound on today's
+    CAP_FRESH_SYNCS = 256
+
+    def __init__(self, max_steps: int, decay: float = 0.9):
+        self.max_steps = max_steps
+        self.decay = decay  # weight of the old mean at each sync (adapts to drift)
+        n = (MAX_BUCKET_EXP + 1) * (max_steps + 1)
+        self.mean = [0.0] * n
+        self.count = [0.0] * n
+        self.syncs = 0
+        self.fresh_at = [-1] * n  # sync number at which each cell last got samples
+        # ... and the context then (KV tokens per running request; 0.0: not known)
+        self.context_at = [0.0] * n
+        self.moved = [1.0] * n  # how far (relative) each cell's mean moved at its last merge
+        # Local, not yet merged: the latest samples since the last sync.
+        self._local = [deque(maxlen=self.LOCAL_CAP) for _ in range(n)]
+        # ... and those over the plausible bound, held aside (see `record`)
+        self._implausible = [deque(maxlen=self.LOCAL_CAP) for _ in range(n)]
+        self._active: set[int] = set()  # cells with local samples (a sync touches only these)
+        self._caps: list = []  # per cell, the bound `caps` computes; rebuilt once per sync
+        self._caps_at = None
+
+    def _i(self, bucket: int, k: int) -> int:
+        return bucket * (self.max_steps + 1) + k
+
+    def record(self, batch_size: int, k: int, seconds: float) -> None:
+        b = bucket_of(batch_size)
+        i = self._i(b, k)
+        if self.count[i] >= 3 and seconds > 10.0 * self.mean[i]:
+            return  # a stall (a compile, a huge prefill burst), not the cost of this k
+        i0 = self._i(b, 0)
+        if k > 0 and self.count[i0] >= 3 and seconds > self.PLAUSIBLE * (2 * k + 2) * self.mean[i0]:
+            # k draft forwards and a verify of k+1 tokens per request cost at most ~2k+1 plain
+            # decode steps; far above that a sample is a stall, and one such sample in a
+            # rarely probed cell would keep that k (and, through the floor, every larger k)
+            # from ever being chosen. Held aside, not lost: at a large batch the bound is
+            # wrong, not the samples. GPU, session 28 (dense pair, 129-256 running): a k = 1
+            # step cost 5.4x the bucket's plain step in the final table, more against the plain
+            # steps of the bucket's smaller batches; in simulation with those costs, dropped,
+            # they left k = 1 unfilled (no floor under k = 2, 3) and it was probed 1-4 times.
+            self._implausible[i].append(seconds)
+            self._active.add(i)
+            return
+        self._local[i].append(seconds)
+        self._active.add(i)
+
+    def sync(self, reducer: Callable[[list], list]) -> None:
+        """Merge each cell's local trimmed mean (averaged over ranks by `reducer`, weighted by
+        the sample counts) into the shared table. Every rank calls this at the same decision."""
+        self.merge(reducer(self.local_vector()))
+
+    def local_vector(self) -> list:
+        """What this rank adds at a sync (each cell's trimmed sum, then its count); the local
+        samples are consumed."""
+        n = len(self._local)
+        weighted = [0.0] * n
+        counts = [0.0] * n
+        for i in self._active:
+            local, slow = self._local[i], self._implausible[i]
+            # samples over the plausible bound count when the sync holds enough samples of
+            # the cell for the trim to judge them (a stall then lies far above the rest and is
+            # cut); a lone one, as in a single step chosen between syncs, is still dropped
+            source = list(local)
+            if slow and len(local) + len(slow) >= self.IMPLAUSIBLE_QUORUM:
+                source += slow
+            if len(source) < self.IMPLAUSIBLE_QUORUM and self.count[i] >= self.CEILING_SAMPLES:
+                # too few for the trim to judge them: judged by the cell's own mean instead.
+                # A lone stall weighs 1/11 of the cell (merge): GPU, session 36, one 45-ms
+                # plain step at 33-64 running (a switch's host work) moved 5.7 ms to 9.1.
+                source = [v for v in source if v <= TRIM_FACTOR * self.mean[i]]
+            kept = _trimmed(source) if source else []
+            counts[i] = float(len(kept))
+            weighted[i] = sum(kept)
+            local.clear()
+            slow.clear()
+        self._active.clear()
+        return weighted + counts
+
+    def merge(self, merged: list, context: float = 0.0) -> None:
+        """Merge `local_vector`'s values as averaged over the ranks into the shared table;
+        `context`: KV tokens per running request now (rank-identical), kept per cell merged."""
+        n = len(self._local)
+        sums, ns = merged[:n], merged[n:]
+        self.syncs += 1
+        for i, c in enumerate(ns):
+            if c <= 0:
+                continue
+            fresh = sums[i] / c
+            old = self.mean[i]
+            if self.count[i] == 0 or (ns[i] >= 2 and not 0.5 <= fresh / old <= 2.0):
+                # new, or a change too large for noise (a bad start, a new context length):
+                # start the cell again from the fresh samples
+                self.mean[i], self.count[i] = fresh, 0.0
+            else:
+                w_old = self.decay * min(self.count[i], 12.0)  # recent samples dominate
+                self.mean[i] = (w_old * old + ns[i] * fresh) / (w_old + ns[i])
+            self.moved[i] = abs(self.mean[i] - old) / old if old > 0 else 1.0
+            self.count[i] += ns[i]
+            self.fresh_at[i] = self.syncs
+            self.context_at[i] = context
+
+    def measured_at_another_context(self, bucket: int, k: int, context: float) -> bool:
+        """Whether the cell was last measured at a context (KV tokens per running request)
+        CONTEXT_DRIFT times off `context` and CONTEXT_DRIFT_TOKENS or more away from it:
+        attention reads every request's whole KV each step, so a step's cost moves with
+        the context, and a cell not sampled since is no longer today's."""
+        then = self.context_at[self._i(bucket, k)]
+        if then <= 0.0 or context <= 0.0 or abs(context - then) < CONTEXT_DRIFT_TOKENS:
+            return False
+        return context > CONTEXT_DRIFT * then or then > CONTEXT_DRIFT * context
+
+    def staleness(self, bucket: int, k: int) -> int:
+        """Syncs since the cell last got samples (large when never)."""
+        return self.syncs - self.fresh_at[self._i(bucket, k)]
+
+    def samples(self, bucket: int, k: int) -> float:
+        return self.count[self._i(bucket, k)]
+
+    def last_move(self, bucket: int, k: int) -> float:
+        """How far (relative) the cell's mean moved at its last merge (1.0 before any)."""
+        return self.moved[self._i(bucket, k)]
+
+    def caps(self) -> list:
+        """Per cell, an upper bound on its step time: the fastest cell with `CEILING_SAMPLES`,
+        measured within `CAP_FRESH_SYNCS`, at the same batch bucket with a longer chain or at a
+        larger bucket with the same or a longer chain (inf where none). A longer chain is never
+        faster, nor is a larger batch, and a stall only ever makes a step look slower, so where
+        a cell reads slower than such a bound, its own samples are the stalled ones.
+        - Longer chains, GPU session 10 (dial 0.7): k=2 at 33-64 requests read 29.9 ms, k=3
+          17.8 ms; as k=3's floor, k=2's stalls kept k=3 from being chosen (at 16-32 requests
+          EAGLE-3 made 1.17x of plain, the goodput server ran k = 0 and 2 there).
+        - Larger batches, GPU sessions 13-18 (dense pair): a plain step at 33-64 requests read
+          8.9-11.6 ms in 5 final tables where one at 65-128 read 6.6-7.3 (other runs: 5.7-6.1
+          at 33-64); its samples likely come mostly from ramp-ups, between the prefills of a burst of
+          new requests. On session 18's `p2` final table, priced at 8.9 ms, plain loses to
+          drafting at 64 requests, where plain made as much as EAGLE-3 and the goodput server
+          drafted (0.93x of max(plain, eagle3), 3 pairs).
+        Rebuilt once per sync (the table changes only there): one pass from the largest bucket
+        and the longest chain down, ~100 cells."""
+        if self._caps_at == self.syncs:
+            return self._caps
+        width, inf = self.max_steps + 1, math.inf
+        mean, count, fresh_at = self.mean, self.count, self.fresh_at
+        need, oldest = self.CEILING_SAMPLES, self.syncs - self.CAP_FRESH_SYNCS
+        top = next((b for b in range(MAX_BUCKET_EXP, -1, -1)
+                    if any(count[b * width:(b + 1) * width])), -1)
+        rows = [[inf] * width for _ in range(MAX_BUCKET_EXP - top)]  # no samples up there
+        above = [inf] * width  # the next larger bucket's bounds, its own cells included
+        for b in range(top, -1, -1):
+            base = b * width
+            row, low = [inf] * width, [inf] * width
+            longer = inf  # this bucket's longer chains, their own cells included
+            for k in range(width - 1, -1, -1):
+                bound = above[k] if above[k] < longer else longer
+                row[k] = bound
+                i = base + k
+                if count[i] >= need and fresh_at[i] >= oldest and mean[i] < bound:
+                    bound = mean[i]
+                low[k] = longer = bound
+            above = low
+            rows.append(row)
+        caps = [c for row in reversed(rows) for c in row]
+        self._caps, self._caps_at = caps, self.syncs
+        return caps
+
+    def settled(self, bucket: int, k: int) -> float:
+        """A measured cell's mean, capped by `caps` (a longer chain here, or the same or a
+        longer chain at a larger batch, well and recently sampled)."""
+        i = self._i(bucket, k)
+        return min(self.mean[i], self.caps()[i])
+
+    def settled_row(self, bucket: int) -> tuple:
+        """(`settled` of every k at this bucket, None where unmeasured; `floor` of every k), in
+        one pass instead of the per-k loops: the policy rebuilds a bucket's step times after
+        every sync, on the scheduler's thread (14 of a sync decision's ~36 us on the CPU
+        machine, session 13)."""
+        width = self.max_steps + 1
+        base = bucket * width
+        caps = self.caps()
+        settled = [min(self.mean[base + k], caps[base + k]) if self.count[base + k] > 0 else None
+                   for k in range(width)]
+        floors, top = [], 0.0
+        for t in settled:
+            floors.append(top)
+            if t is not None:
+                top = max(top, t)
+        return settled, floors
+
+    def estimate(self, bucket: int, k: int) -> Optional[float]:
+        """Measured (`settled`) mean, else scaled from the nearest bucket where both k and 0
+        are known."""
+        i = self._i(bucket, k)
+        if self.count[i] > 0:
+            return self.settled(bucket, k)
+        base_here = self.settled(bucket, 0) if self.count[self._i(bucket, 0)] > 0 else None
+        for dist in range(1, MAX_BUCKET_EXP + 1):
+            for b in (bucket - dist, bucket + dist):
+                if 0 <= b <= MAX_BUCKET_EXP and self.count[self._i(b, k)] > 0:
+                    t_bk = self.settled(b, k)
+                    if base_here is not None and self.count[self._i(b, 0)] > 0:
+                        t = base_here * t_bk / self.settled(b, 0)
+                    else:
+                        t = t_bk * (2.0 ** (bucket - b)) ** 0.5  # crude: cost grows sublinearly with batch
+                    return min(t, self.caps()[i])
+        return None
+
+    def floor(self, bucket: int, k: int) -> float:
+        """A lower bound on t(bucket, k): the slowest measured (`settled`) j < k at this bucket
+        (a longer draft chain never makes a step faster: more draft steps, more tokens to
+        verify). 0.0 when nothing below k is measured here."""
+        return max((self.settled(bucket, j) for j in range(k)
+                    if self.count[self._i(bucket, j)] > 0), default=0.0)
+
+    def smaller_batch_floor(self, bucket: int, k: int, min_samples: float) -> float:
+        """A lower bound on t(bucket, k): this bucket's k=0 time times t(k) / t(0) at the
+        nearest smaller bucket that bounds it (k or a smaller j >= 1 there, and k=0, with
+        `min_samples` each; a smaller j is a floor under k, as at this bucket). Drafting's
+        relative cost only grows with the batch (the verify's k+1 tokens per request add work
+        while a plain step's weight reads stay the same), so a k that lost at 64 requests loses
+        at 128. 0.0 when no smaller bucket (or no k=0 here) is measured.
+
+        The same monotonicity bounds the smaller bucket's ratio from above: for a j measured
+        here (`min_samples`), the smaller bucket's t(j) / t(0) counts at most as this bucket's,
+        so a stalled cell at the smaller batch floors nothing above what this bucket measured.
+        GPU, session 29 (MoE layout, empty kernel caches, 4 requests): k = 1's 6 warm-up
+        samples at 1 request read 2.48x a plain step there, 1.75x at 4 on 12 samples; with a
+        low acceptance estimate that 2.48 keeps k = 2 and 3 from every probe at 4, and the
+        first repeat ran plain on 2,307 of 2,328 decisions (the likely cause, see the test)."""
+        i0 = self._i(bucket, 0)
+        if k == 0 or self.count[i0] <= 0:
+            return 0.0
+        t0 = self.settled(bucket, 0)
+        for b in range(bucket - 1, -1, -1):
+            ib0 = self._i(b, 0)
+            if self.count[ib0] < min_samples:
+                continue
+            ratios = []
+            for j in range(1, k + 1):
+                if self.count[self._i(b, j)] >= min_samples:
+                    r = self.settled(b, j) / self.settled(b, 0)
+                    if self.count[self._i(bucket, j)] >= min_samples:
+                        r = min(r, self.settled(bucket, j) / t0)
+                    ratios.append(r)
+            if ratios:
+                return t0 * max(1.0, max(ratios))
+        return 0.0
+
+    def larger_batch_ratio(self, bucket: int, k: int, min_samples: float) -> Optional[float]:
+        """An upper bound on t(bucket, k) / t(bucket, 0): that ratio at the nearest larger
+        bucket where k and k=0 each have `min_samples`, measured within `CAP_FRESH_SYNCS`
+        (the bound `smaller_batch_floor` reads the other way: drafting's relative cost only
+        grows with the batch). None when no larger bucket has both."""
+        oldest = self.syncs - self.CAP_FRESH_SYNCS
+        for b in range(bucket + 1, MAX_BUCKET_EXP + 1):
+            i, i0 = self._i(b, k), self._i(b, 0)
+            if (min(self.count[i], self.count[i0]) >= min_samples
+                    and min(self.fresh_at[i], self.fresh_at[i0]) >= oldest):
+                return max(1.0, self.settled(b, k) / self.settled(b, 0))
+        return None
+
+    def snapshot(self, samples: bool = False, contexts: bool = False) -> dict:
+        """{batch bucket: {k: mean ms}} of the measured cells, or their sample counts, or the
+        context (KV tokens per running request) each was last measured at."""
+        out = {}
+        for b in range(MAX_BUCKET_EXP + 1):
+            row = {}
+            for k in range(self.max_steps + 1):
+                i = self._i(b, k)
+                if self.count[i] > 0:
+                    row[str(k)] = (round(self.count[i], 1) if samples
+                                   else round(self.context_at[i]) if contexts
+                                   else round(1000 * self.mean[i], 3))
+            if row:
+                out[str(2**b)] = row
+        return out
+
+
+def _trimmed(values: Iterable[float], factor: float = TRIM_FACTOR) -> list[float]:
+    """The samples within `factor` x their lower quartile. A stall only ever makes a step
+    look slower, so the low samples are the trustworthy ones, and a sync's samples can be
+    mostly stalls: two probes in one sync, the first steps of a new batch size in a prefill
+    burst (GPU, session 4: 4 of 6 samples of a cell at 3-4x the truth passed the old cut of
+    4x the median, and their mean kept the cell unchosen). The batch sizes inside one bucket
+    differ by up to 2x, which the factor leaves in."""
+    ordered = sorted(values)
+    cut = factor * ordered[(len(ordered) - 1) // 4]
+    return [v for v in ordered if v <= cut]
