@@ -1,0 +1,238 @@
+"""A Grafana dashboard and Prometheus alert rules for adaptive-spec's series (and SGLang's load).
+
+    python -m adaptive_spec.monitoring grafana > adaptive-spec-dashboard.json
+    python -m adaptive_spec.monitoring rules > adaptive-spec-rules.yml
+
+The dashboard imports into Grafana (a Prometheus data source is asked for at import); the rules
+file goes into Prometheus' `rule_files`. Both are generated here, from `SERIES`, so that a
+renamed series fails a test instead of leaving an empty panel (`tests/integration/test_monitoring.py`
+checks every expression against the series our `Metrics` registers and those SGLang 0.5.16
+exports). Every rank of a tensor-parallel server exports the same decisions (`tp_rank`
+label), so the expressions take the max over ranks, not the sum. Core module: never imports
+SGLang.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import Dict, List, Tuple
+
+# Our series on SGLang's /metrics (sglang_plugin/metrics.py registers them), name -> kind.
+SERIES: Dict[str, str] = {
+    "adaptive_spec_drafting": "gauge",
+    "adaptive_spec_steps": "gauge",
+    "adaptive_spec_fallback": "gauge",
+    "adaptive_spec_decisions": "counter",
+    "adaptive_spec_switches": "counter",
+    "adaptive_spec_decide_seconds": "counter",
+    "adaptive_spec_step_seconds": "histogram",
+    "adaptive_spec_accept_rate_position": "gauge",
+    "adaptive_spec_predicted_step_seconds": "gauge",
+}
+# SGLang's series the dashboard reads beside ours (all exported by 0.5.16 with --enable-metrics)
+SGLANG_SERIES = ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage",
+                 "sglang:gen_throughput", "sglang:spec_accept_length")
+
+RANKS = "max without (tp_rank)"  # every rank decides the same: one line per server, not per rank
+RATE = "$__rate_interval"
+DECISIONS = f"{RANKS} (rate(adaptive_spec_decisions_total[{RATE}]))"
+DRAFTING_DECISIONS = f'{RANKS} (rate(adaptive_spec_decisions_total{{steps!="0"}}[{RATE}]))'
+
+# Alert thresholds. A switch on costs a catch-up step, so the policies switch rarely (hysteresis,
+# the goodput policy's switch margin and priced switch cost); one switch in 4 decisions for 15
+# minutes is flapping. The decision's budget is 20 us (issue 5; 5-12 us on the H200 servers).
+FLAP_SHARE = 0.25
+DECIDE_SLOW_S = 50e-6
+
+
+def _target(expr: str, legend: str, ref: str) -> dict:
+    return {"datasource": {"type": "prometheus", "uid": "${datasource}"}, "expr": expr,
+            "legendFormat": legend, "refId": ref}
+
+
+def _panel(pid: int, title: str, targets: List[Tuple[str, str]], pos: Tuple[int, int, int, int],
+           unit: str = "short", kind: str = "timeseries", description: str = "",
+           stacked: bool = False) -> dict:
+    x, y, w, h = pos
+    panel = {
+        "id": pid, "type": kind, "title": title, "description": description,
+        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "gridPos": {"x": x, "y": y, "w": w, "h": h},
+        "targets": [_target(e, legend, chr(ord("A") + i)) for i, (e, legend) in enumerate(targets)],
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "options": {},
+    }
+    if stacked:
+        panel["fieldConfig"]["defaults"]["custom"] = {"stacking": {"mode": "normal"},
+                                                      "fillOpacity": 60}
+    return panel
+
+
+def _panels() -> List[dict]:
+    step_q = ("histogram_quantile({q}, sum by (instance, steps, le) ({ranks} "
+              "(rate(adaptive_spec_step_seconds_bucket[{rate}]))))")
+    decisions_by_rank = (f"sum without (reason, steps) "
+                         f"(rate(adaptive_spec_decisions_total[{RATE}]))")
+    specs = [
+        # row 1: the state now
+        ("Draft steps now", [(f"{RANKS} (adaptive_spec_steps)", "{{instance}}")],
+         (0, 0, 6, 4), "short", "stat", "The step count the policy chose for the latest decode "
+         "step (0: drafting off)."),
+        ("Drafting share", [(f"sum by (instance) ({DRAFTING_DECISIONS}) / "
+                             f"sum by (instance) ({DECISIONS})", "{{instance}}")],
+         (6, 0, 6, 4), "percentunit", "stat", "Share of decode steps that drafted."),
+        ("Switches / decision", [(f"sum by (instance) ({RANKS} "
+                                  f"(rate(adaptive_spec_switches_total[{RATE}]))) / "
+                                  f"sum by (instance) ({DECISIONS})", "{{instance}}")],
+         (12, 0, 6, 4), "percentunit", "stat", "Changes of the chosen step count per decision: "
+         "each switch on costs a catch-up step."),
+        ("Fallback", [("max by (instance) (adaptive_spec_fallback)", "{{instance}}")],
+         (18, 0, 6, 4), "short", "stat", "1 once a hook or the policy failed: the server keeps "
+         "serving with --adaptive-spec-fallback; the reason is in /adaptive_spec/status."),
+        # row 2: the choice against the load
+        ("Draft steps chosen", [(f"{RANKS} (adaptive_spec_steps)", "{{instance}}")],
+         (0, 4, 12, 8), "short", "timeseries", "Follows the load: more steps when the GPU is idle."),
+        ("Load (SGLang)", [("max without (tp_rank) (sglang:num_running_reqs)", "running {{instance}}"),
+                           ("max without (tp_rank) (sglang:num_queue_reqs)", "waiting {{instance}}")],
+         (12, 4, 12, 8), "short", "timeseries", "Running and waiting requests."),
+        # row 3: why
+        ("Decisions by reason", [(f"sum by (instance, reason) ({DECISIONS})",
+                                  "{{reason}} {{instance}}")],
+         (0, 12, 12, 8), "ops", "timeseries", "cost_model / threshold / queue / acceptance / "
+         "probe / refresh / reprobe / slo / idle / forced / fallback (README, Prometheus).",
+         True),
+        ("Decisions by step count", [(f"sum by (instance, steps) ({DECISIONS})",
+                                      "k={{steps}} {{instance}}")],
+         (12, 12, 12, 8), "ops", "timeseries", "", True),
+        # row 4: the cost model
+        ("Measured step time by step count", [
+            (step_q.format(q=0.5, ranks=RANKS, rate=RATE), "p50 k={{steps}} {{instance}}"),
+            (step_q.format(q=0.9, ranks=RANKS, rate=RATE), "p90 k={{steps}} {{instance}}")],
+         (0, 20, 12, 8), "s", "timeseries", "Wall time between processed decode results."),
+        ("Predicted step time (goodput policy)", [
+            (f"{RANKS} (adaptive_spec_predicted_step_seconds)", "k={{steps}} {{instance}}")],
+         (12, 20, 12, 8), "s", "timeseries", "The cost model's t(batch bucket, k) at the "
+         "current batch, prefills included; empty under the threshold policy."),
+        # row 5: acceptance and output
+        ("Acceptance per draft position", [
+            (f"{RANKS} (adaptive_spec_accept_rate_position)", "position {{position}} {{instance}}")],
+         (0, 28, 12, 8), "percentunit", "timeseries",
+         "P(draft j right | drafts before it right), pooled and decayed."),
+        ("Output (SGLang)", [("sum by (instance) (max without (tp_rank) (sglang:gen_throughput))",
+                              "tok/s {{instance}}"),
+                             ("max by (instance) (sglang:spec_accept_length)",
+                              "accept length {{instance}}")],
+         (12, 28, 12, 8), "short", "timeseries", ""),
+        # row 6: health
+        ("Decision cost per rank", [(f"rate(adaptive_spec_decide_seconds_total[{RATE}]) / "
+                                     f"{decisions_by_rank}", "{{instance}} rank {{tp_rank}}")],
+         (0, 36, 8, 8), "s", "timeseries", "Wall time of one decision (budget 20 us)."),
+        ("Ranks disagreeing", [("max by (instance) (adaptive_spec_steps) - "
+                                "min by (instance) (adaptive_spec_steps)", "{{instance}}")],
+         (8, 36, 8, 8), "short", "timeseries", "0 when every tensor-parallel rank runs the same "
+         "step count, as they must."),
+        ("KV use (SGLang)", [("max without (tp_rank) (sglang:token_usage)", "{{instance}}")],
+         (16, 36, 8, 8), "percentunit", "timeseries", ""),
+    ]
+    return [_panel(i + 1, title, targets, pos, unit, kind, description, *rest)
+            for i, (title, targets, pos, unit, kind, description, *rest) in enumerate(specs)]
+
+
+def dashboard() -> dict:
+    return {
+        "__inputs": [{"name": "DS_PROMETHEUS", "label": "Prometheus", "type": "datasource",
+                      "pluginId": "prometheus", "pluginName": "Prometheus"}],
+        "title": "adaptive-spec", "uid": "adaptive-spec", "tags": ["sglang", "adaptive-spec"],
+        "timezone": "browser", "schemaVersion": 39, "version": 1, "refresh": "10s",
+        "time": {"from": "now-1h", "to": "now"},
+        "templating": {"list": [{"name": "datasource", "type": "datasource", "query": "prometheus",
+                                 "current": {}, "hide": 0, "label": "Prometheus"}]},
+        "panels": _panels(),
+    }
+
+
+def alert_rules() -> dict:
+    per_server = "by (instance, job)"
+    decisions = (f"max without (tp_rank) (sum without (reason, steps) "
+                 f"(rate(adaptive_spec_decisions_total[15m])))")
+    rules = [
+        {"alert": "AdaptiveSpecFallback",
+         "expr": (f"max {per_server} (adaptive_spec_fallback) > 0 or sum {per_server} "
+                  f'(increase(adaptive_spec_decisions_total{{reason="fallback"}}[5m])) > 0'),
+         "for": "1m", "labels": {"severity": "warning"},
+         "annotations": {
+             "summary": "adaptive-spec fell back to static behaviour on {{ $labels.instance }}",
+             "description": ("A hook or the policy failed; the server keeps serving with "
+                             "--adaptive-spec-fallback (static EAGLE-3 or drafting off) for the "
+                             "rest of the run. The reason: GET /adaptive_spec/status (`fallback`) "
+                             "or the log line 'adaptive_spec: ... failed; falling back'.")}},
+        {"alert": "AdaptiveSpecRanksDisagree",
+         "expr": (f"max {per_server} (adaptive_spec_steps) != "
+                  f"min {per_server} (adaptive_spec_steps)"),
+         "for": "2m", "labels": {"severity": "critical"},
+         "annotations": {
+             "summary": "tensor-parallel ranks run different draft step counts on {{ $labels.instance }}",
+             "description": ("Every rank must decide the same each step (rank-identical inputs, "
+                             "the step-time table merged across ranks); ranks that disagree "
+                             "launch different kernels and the server hangs. Compare the ranks' "
+                             "`adaptive_spec rank_check` log lines (digest per 1,024 decisions).")}},
+        {"alert": "AdaptiveSpecFlapping",
+         "expr": (f"sum {per_server} (max without (tp_rank) "
+                  f"(rate(adaptive_spec_switches_total[15m]))) / sum {per_server} ({decisions})"
+                  f" > {FLAP_SHARE}"),
+         "for": "15m", "labels": {"severity": "warning"},
+         "annotations": {
+             "summary": "the chosen step count changes on more than 1 in 4 decisions on {{ $labels.instance }}",
+             "description": ("Each switch on costs a catch-up step. Threshold policy: widen "
+                             "--adaptive-spec-hysteresis; goodput: the decisions by reason "
+                             "(probe / refresh) and the status's `follow` show what moves it.")}},
+        {"alert": "AdaptiveSpecDecideSlow",
+         "expr": (f"max {per_server} (rate(adaptive_spec_decide_seconds_total[15m]) / "
+                  f"sum without (reason, steps) (rate(adaptive_spec_decisions_total[15m])))"
+                  f" > {DECIDE_SLOW_S:g}"),
+         "for": "15m", "labels": {"severity": "warning"},
+         "annotations": {
+             "summary": "a drafting decision takes over 50 us on {{ $labels.instance }}",
+             "description": ("Budget 20 us (5-12 us on the H200 servers). The status's "
+                             "decide_us_p50 against decide_cpu_us_p50 tells a waiting scheduler "
+                             "thread (GIL, preemption) from a slow one; policy_decide_us_p50 is "
+                             "the same policy timed at start.")}},
+    ]
+    return {"groups": [{"name": "adaptive-spec", "rules": rules}]}
+
+
+def series_in(expr: str) -> List[str]:
+    """The metric names an expression reads (ours and SGLang's)."""
+    return re.findall(r"\b(adaptive_spec_[a-z_]+|sglang:[a-z_]+)", expr)
+
+
+def expressions() -> List[str]:
+    """Every PromQL expression of the dashboard and the rules."""
+    exprs = [t["expr"] for p in dashboard()["panels"] for t in p["targets"]]
+    return exprs + [r["expr"] for g in alert_rules()["groups"] for r in g["rules"]]
+
+
+def _rules_text() -> str:
+    try:
+        import yaml  # SGLang's dependency, so present wherever the server is
+    except ImportError:  # JSON is YAML too
+        return json.dumps(alert_rules(), indent=2) + "\n"
+    return yaml.safe_dump(alert_rules(), sort_keys=False, width=100)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m adaptive_spec.monitoring",
+                                 description="Print adaptive-spec's Grafana dashboard (JSON) "
+                                             "or Prometheus alert rules (YAML).")
+    ap.add_argument("what", choices=("grafana", "rules"))
+    a = ap.parse_args(argv)
+    sys.stdout.write(json.dumps(dashboard(), indent=1) + "\n" if a.what == "grafana"
+                     else _rules_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
