@@ -1,0 +1,134 @@
+"""status_view renders real controllers' statuses, from a file, a committed sweep result and a
+loopback HTTP server, and refuses bad input with one line."""
+
+import copy
+import json
+import random
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import pytest
+
+from adaptive_spec import status_view
+from adaptive_spec.config import AdaptiveSpecConfig
+from adaptive_spec.controller import Controller
+from adaptive_spec.signals import LoadSnapshot
+
+from .draft_sim import correct_drafts
+
+ROOT = Path(__file__).resolve().parents[2]
+SWEEP = ROOT / "benchmarks/results/2026-12-04-s36-dense-16-128-256.json"
+
+
+def served_controller(policy="goodput", steps=400, bs=16, seed=3):
+    """A controller after `steps` decode steps at `bs` requests, times from a simple cost."""
+    ctl = Controller(AdaptiveSpecConfig(policy=policy, max_steps=3))
+    ctl.timer.tick = lambda steps, now=None: None  # times come from the loop below
+    rng = random.Random(seed)
+    pending = None
+    for _ in range(steps):
+        ctl.on_snapshot(LoadSnapshot(running=bs, waiting=2, kv_used=900, kv_total=10_000))
+        k = ctl.decide(bs).steps
+        if pending is not None:
+            ctl.on_result(*pending[:2])
+            if policy == "goodput":
+                ctl.policy.observe_step_time(bs, pending[0], pending[2])
+        pending = (k, correct_drafts(rng, bs, 0.7, k), 0.006 + 0.001 * k)
+    return ctl
+
+
+def test_a_goodput_status_shows_the_choice_its_reason_and_the_table_it_came_from():
+    ctl = served_controller()
+    st = ctl.status()
+    page = status_view.render(status_view.rank_statuses({"ranks": [st]}))
+    assert "policy goodput, up to 3 steps" in page
+    assert f"k = {ctl.last.steps} ({ctl.last.reason})" in page
+    assert "running 16  waiting 2" in page and "KV 9.0%" in page
+    row = next(line for line in page.splitlines() if line.strip().startswith("9-16 "))
+    cell = st["cost_model"]["step_ms"]["16"]["0"]
+    assert f"{cell:.2f} (" in row
+    assert f"*k={ctl.last.steps} " in page  # the goodput line marks the chosen k
+
+
+def test_a_threshold_status_has_no_cost_model_and_still_renders():
+    ctl = served_controller(policy="threshold", steps=50, bs=4)
+    page = status_view.render([ctl.status()])
+    assert "policy threshold" in page and "step time by running-batch bucket" not in page
+
+
+def test_ranks_whose_digests_differ_at_the_same_decision_count_are_flagged():
+    st = served_controller(steps=100).status()
+    same = dict(copy.deepcopy(st), rank=1)
+    assert "DIGEST DIFFERS" not in status_view.render([st, same])
+    differs = copy.deepcopy(same)
+    differs["rank_check"]["digest"] = "00000000"
+    page = status_view.render([st, differs])
+    assert "rank 1" in page and "DIGEST DIFFERS" in page
+
+
+def test_a_committed_sweep_result_renders_its_final_table(capsys):
+    assert status_view.main([str(SWEEP), "--system", "adaptive-spec:goodput"]) == 0
+    page = capsys.readouterr().out
+    assert "129-256" in page and "a switch on, ms" in page
+
+
+def test_bad_input_is_one_line_and_a_non_zero_exit(tmp_path, capsys):
+    cases = []
+    two = {"systems": {"a": {"final_status": [{"decisions": {}}]},
+                       "b": {"final_status": [{"decisions": {}}]}}}
+    (tmp_path / "two.json").write_text(json.dumps(two))
+    cases.append(([str(tmp_path / "two.json")], 2, "pick one with --system"))
+    (tmp_path / "junk.json").write_text("{not json")
+    cases.append(([str(tmp_path / "junk.json")], 2, "is not JSON"))
+    (tmp_path / "other.json").write_text(json.dumps({"hello": 1}))
+    cases.append(([str(tmp_path / "other.json")], 2, "not an adaptive-spec status"))
+    (tmp_path / "off.json").write_text(json.dumps({"ranks": [None]}))
+    cases.append(([str(tmp_path / "off.json")], 1, "not active"))
+    cases.append(([str(tmp_path / "missing.json")], 2, "No such file"))
+    for argv, code, text in cases:
+        assert status_view.main(argv) == code, argv
+        err = capsys.readouterr().err
+        assert text in err and err.count("\n") == 1, err
+
+
+class _StatusRoute(BaseHTTPRequestHandler):
+    body = b"{}"
+    hits = 0
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        type(self).hits += 1
+        ok = self.path == status_view.ROUTE
+        self.send_response(200 if ok else 404)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(self.body if ok else b"{}")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def loopback_server():
+    server = HTTPServer(("127.0.0.1", 0), _StatusRoute)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_it_reads_a_server_and_refreshes_a_bounded_number_of_times(loopback_server, capsys):
+    st = served_controller(steps=60).status()
+    _StatusRoute.body = json.dumps({"ranks": [st], "steps": st["decision"]["steps"]}).encode()
+    _StatusRoute.hits = 0
+    url = f"http://127.0.0.1:{loopback_server.server_address[1]}"
+    assert status_view.main(["--url", url, "--watch", "0.01", "--count", "3"]) == 0
+    assert _StatusRoute.hits == 3
+    assert capsys.readouterr().out.count("policy goodput") == 3
+    loopback_server.shutdown()
+    loopback_server.server_close()
+    assert status_view.main(["--url", url, "--timeout", "2"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("status_view: cannot read") and err.count("\n") == 1
