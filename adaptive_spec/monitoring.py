@@ -5,11 +5,11 @@
 
 The dashboard imports into Grafana (a Prometheus data source is asked for at import); the rules
 file goes into Prometheus' `rule_files`. Both are generated here, from `SERIES`, so that a
-renamed series fails a test instead of leaving an empty panel (`tests/integration/test_monitoring.py`
-checks every expression against the series our `Metrics` registers and those SGLang 0.5.16
-exports). Every rank of a tensor-parallel server exports the same decisions (`tp_rank`
-label), so the expressions take the max over ranks, not the sum. Core module: never imports
-SGLang.
+renamed series fails a test instead of leaving an empty panel
+(`tests/integration/test_monitoring.py` checks every expression against the series our
+`Metrics` registers and those SGLang 0.5.16 declares). Every rank of a tensor-parallel server
+exports the same decisions (`tp_rank` label), so the expressions take the max over ranks, not
+the sum. Core module: never imports SGLang.
 """
 
 from __future__ import annotations
@@ -94,9 +94,10 @@ def _panels() -> List[dict]:
          "serving with --adaptive-spec-fallback; the reason is in /adaptive_spec/status."),
         # row 2: the choice against the load
         ("Draft steps chosen", [(f"{RANKS} (adaptive_spec_steps)", "{{instance}}")],
-         (0, 4, 12, 8), "short", "timeseries", "Follows the load: more steps when the GPU is idle."),
-        ("Load (SGLang)", [("max without (tp_rank) (sglang:num_running_reqs)", "running {{instance}}"),
-                           ("max without (tp_rank) (sglang:num_queue_reqs)", "waiting {{instance}}")],
+         (0, 4, 12, 8), "short", "timeseries",
+         "Follows the load: more steps when the GPU is idle."),
+        ("Load (SGLang)", [(f"{RANKS} (sglang:num_running_reqs)", "running {{instance}}"),
+                           (f"{RANKS} (sglang:num_queue_reqs)", "waiting {{instance}}")],
          (12, 4, 12, 8), "short", "timeseries", "Running and waiting requests."),
         # row 3: why
         ("Decisions by reason", [(f"sum by (instance, reason) ({DECISIONS})",
@@ -118,7 +119,8 @@ def _panels() -> List[dict]:
          "current batch, prefills included; empty under the threshold policy."),
         # row 5: acceptance and output
         ("Acceptance per draft position", [
-            (f"{RANKS} (adaptive_spec_accept_rate_position)", "position {{position}} {{instance}}")],
+            (f"{RANKS} (adaptive_spec_accept_rate_position)",
+             "position {{position}} {{instance}}")],
          (0, 28, 12, 8), "percentunit", "timeseries",
          "P(draft j right | drafts before it right), pooled and decayed."),
         ("Output (SGLang)", [("sum by (instance) (max without (tp_rank) (sglang:gen_throughput))",
@@ -174,18 +176,21 @@ def alert_rules() -> dict:
                   f"min {per_server} (adaptive_spec_steps)"),
          "for": "2m", "labels": {"severity": "critical"},
          "annotations": {
-             "summary": "tensor-parallel ranks run different draft step counts on {{ $labels.instance }}",
+             "summary": ("tensor-parallel ranks run different draft step counts on "
+                         "{{ $labels.instance }}"),
              "description": ("Every rank must decide the same each step (rank-identical inputs, "
                              "the step-time table merged across ranks); ranks that disagree "
                              "launch different kernels and the server hangs. Compare the ranks' "
-                             "`adaptive_spec rank_check` log lines (digest per 1,024 decisions).")}},
+                             "`adaptive_spec rank_check` log lines (a digest per 1,024 "
+                             "decisions).")}},
         {"alert": "AdaptiveSpecFlapping",
          "expr": (f"sum {per_server} (max without (tp_rank) "
                   f"(rate(adaptive_spec_switches_total[15m]))) / sum {per_server} ({decisions})"
                   f" > {FLAP_SHARE}"),
          "for": "15m", "labels": {"severity": "warning"},
          "annotations": {
-             "summary": "the chosen step count changes on more than 1 in 4 decisions on {{ $labels.instance }}",
+             "summary": ("the chosen step count changes on more than 1 in 4 decisions on "
+                         "{{ $labels.instance }}"),
              "description": ("Each switch on costs a catch-up step. Threshold policy: widen "
                              "--adaptive-spec-hysteresis; goodput: the decisions by reason "
                              "(probe / refresh) and the status's `follow` show what moves it.")}},

@@ -51,8 +51,8 @@ def rank_statuses(body, system: Optional[str] = None) -> List[Optional[dict]]:
                             f"({', '.join(sorted(ours))})", 2)
         name = system or next(iter(ours))
         if name not in ours:
-            raise ViewError(f"no final status for system {name!r} (have: {', '.join(sorted(ours))})",
-                            2)
+            raise ViewError(f"no final status for system {name!r} "
+                            f"(have: {', '.join(sorted(ours))})", 2)
         return list(ours[name]["final_status"])
     if isinstance(body, dict) and ("decision" in body or "cost_model" in body):
         return [body]
@@ -66,11 +66,14 @@ def _bucket_label(key: str) -> str:
     return str(top) if top <= 2 else f"{top // 2 + 1}-{top}"
 
 
+def _by_bucket(rows: dict) -> list:
+    return sorted(rows.items(), key=lambda item: int(item[0]))
+
+
 def _cells(rows: dict, fmt) -> List[str]:
     ks = sorted({int(k) for row in rows.values() for k in row if k.isdigit()})
     lines = ["  batch    " + "".join(f"{'k=' + str(k):>14}" for k in ks)]
-    for key in sorted(rows, key=int):
-        row = rows[key]
+    for key, row in _by_bucket(rows):
         lines.append(f"  {_bucket_label(key):<9}" + "".join(
             f"{fmt(row[str(k)]) if str(k) in row else '-':>14}" for k in ks))
     return lines
@@ -91,7 +94,7 @@ def _cost_model(cm: dict, chosen: Optional[int]) -> List[str]:
     prefill = cm.get("prefill_ms_admitted_tokens_per_step") or {}
     if prefill:
         out.append("prefill per decode step, ms: " + "  ".join(
-            f"{_bucket_label(b)}: {v[0]:g}" for b, v in sorted(prefill.items(), key=lambda i: int(i[0]))))
+            f"{_bucket_label(b)}: {v[0]:g}" for b, v in _by_bucket(prefill)))
     launch = cm.get("prefill_launch_ms") or {}
     if any(len(row) > 1 for row in launch.values()):
         out.append("a prefill's launch in the decode step beside it, extra ms (launches):")
@@ -101,7 +104,7 @@ def _cost_model(cm: dict, chosen: Optional[int]) -> List[str]:
     if switch:
         out.append("a switch on, ms (switches): " + "  ".join(
             f"{_bucket_label(b)}: {v[0]:g} ({v[1]:g})"
-            for b, v in sorted(switch.items(), key=lambda i: int(i[0]))))
+            for b, v in _by_bucket(switch)))
     return out
 
 
@@ -126,7 +129,8 @@ def render(ranks: List[Optional[dict]]) -> str:
         + f"rank {st.get('rank', 0)} of {len(ranks)}"]
     if decision or load:  # a sweep's final status keeps neither
         lines.append(
-            f"now        k = {decision.get('steps', '-')} ({decision.get('reason', 'no decision yet')})"
+            f"now        k = {decision.get('steps', '-')} "
+            f"({decision.get('reason', 'no decision yet')})"
             + (f"   running {load.get('running')}  waiting {load.get('waiting')} "
                f"({load.get('waiting_tokens')} tokens)  KV {100 * (load.get('kv_usage') or 0):.1f}%"
                if load else ""))
@@ -147,8 +151,9 @@ def render(ranks: List[Optional[dict]]) -> str:
         same_count = theirs.get("decisions") == check.get("decisions")
         flag = ("  DIGEST DIFFERS" if same_count and theirs.get("digest") != check.get("digest")
                 else "")
-        lines.append(f"rank {other.get('rank')}     k = {(other.get('decision') or {}).get('steps')}"
-                     f"  decisions {theirs.get('decisions')}  digest {theirs.get('digest')}{flag}")
+        steps = (other.get("decision") or {}).get("steps")
+        lines.append(f"rank {other.get('rank')}     k = {steps}  decisions "
+                     f"{theirs.get('decisions')}  digest {theirs.get('digest')}{flag}")
     return "\n".join(lines)
 
 

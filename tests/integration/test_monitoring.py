@@ -88,7 +88,8 @@ def test_the_dashboard_is_grafana_json_with_a_data_source_variable_and_a_tidy_gr
     for p in panels:
         g = p["gridPos"]
         assert 0 <= g["x"] and g["x"] + g["w"] <= 24, p["title"]
-        mine = {(x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])}
+        mine = {(x, y) for x in range(g["x"], g["x"] + g["w"])
+                for y in range(g["y"], g["y"] + g["h"])}
         assert not cells & mine, f"{p['title']} overlaps another panel"
         cells |= mine
         refs = [t["refId"] for t in p["targets"]]
@@ -107,7 +108,8 @@ def test_the_rules_file_is_prometheus_yaml_with_severity_and_summary():
     assert names == ["AdaptiveSpecFallback", "AdaptiveSpecRanksDisagree", "AdaptiveSpecFlapping",
                      "AdaptiveSpecDecideSlow"]
     for r in group["rules"]:
-        assert re.fullmatch(r"\d+m", r["for"]) and r["labels"]["severity"] in ("warning", "critical")
+        assert re.fullmatch(r"\d+m", r["for"])
+        assert r["labels"]["severity"] in ("warning", "critical")
         assert r["annotations"]["summary"] and r["annotations"]["description"]
 
 
