@@ -91,6 +91,14 @@ def _cost_model(cm: dict, chosen: Optional[int]) -> List[str]:
     if goodput:
         out.append("goodput at the last decision, tok/s per request: " + "  ".join(
             f"{'*' if int(k) == chosen else ''}k={k} {v:g}" for k, v in sorted(goodput.items())))
+    choices = cm.get("choice_by_bucket") or {}
+    if choices:
+        out.append("the model would run now: " + "  ".join(
+            f"{_bucket_label(b)}: " + (f"k={k} ({gain:g}x plain)" if k else "plain")
+            for b, (k, gain) in _by_bucket(choices)))
+        if cm.get("threshold_suggestion"):
+            out.append(f"as the threshold policy: --adaptive-spec-threshold "
+                       f"{cm['threshold_suggestion']} (drafting off from that batch size)")
     prefill = cm.get("prefill_ms_admitted_tokens_per_step") or {}
     if prefill:
         out.append("prefill per decode step, ms: " + "  ".join(

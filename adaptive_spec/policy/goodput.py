@@ -182,6 +182,7 @@ class GoodputPolicy:
         self._decisions = 0
         self._current: Optional[int] = None
         self._last_goodput: list = []
+        self._last_expected: Optional[list] = None  # E_k at the last decision (the status reads it)
         self._probe_k: Optional[int] = None
         self._probe_left = 0
         self._probe_reason = "probe"  # "probe" (an under-sampled cell) or "refresh" (a filled one)
@@ -347,7 +348,7 @@ class GoodputPolicy:
     def _decide(self, bucket: int, acc: AcceptanceStats) -> Decision:
         expected = self.expected_tokens(acc)
         times, candidates, goodput = self._goodput_at(bucket, expected)
-        self._last_goodput = goodput
+        self._last_goodput, self._last_expected = goodput, expected
         probe = self._probe(bucket, expected, goodput, goodput[_argmax(candidates, goodput)])
         if probe is not None:
             return Decision(probe, self._probe_reason)
@@ -607,4 +608,37 @@ class GoodputPolicy:
                 # each launch's extra in the decode step beside it, by k (prefill_load.py)
                 "prefill_launch_ms": self.prefill.snapshot_launch(),
                 "switch_on_ms": self.switch.snapshot(),
-                "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in enumerate(self._last_goodput)}}
+                "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in enumerate(self._last_goodput)},
+                **self.choices_now()}
+
+    def choices_now(self) -> dict:
+        """What the cost model would run at each batch bucket with a measured plain step, at the
+        last decision's acceptance (probes, hysteresis and the switch price left out): {bucket:
+        [k, its goodput / plain's]}; and `threshold_suggestion`, the batch size from which it
+        runs plain at every measured larger bucket, when it drafts below: what the threshold
+        policy's `--adaptive-spec-threshold` would be on this model, draft and hardware (bucket
+        resolution: the first batch size of that bucket). For the status only: changes nothing."""
+        if self._last_expected is None:
+            return {"choice_by_bucket": {}, "threshold_suggestion": None}
+        choices = {}
+        for b in range(MAX_BUCKET_EXP + 1):
+            if self.table.samples(b, 0) > 0:
+                _, candidates, goodput = self._goodput_at(b, self._last_expected)
+                best = _argmax(candidates, goodput)
+                choices[b] = [best, round(goodput[best] / goodput[0], 3)]
+        return {"choice_by_bucket": {str(2 ** b): c for b, c in choices.items()},
+                "threshold_suggestion": threshold_from(choices)}
+
+
+def threshold_from(choices: dict) -> Optional[int]:
+    """{bucket exponent: [k, gain]} -> the first batch size of the lowest bucket from which every
+    listed bucket runs plain, when a bucket below it drafts (None: drafting pays at the largest
+    listed bucket, or at none)."""
+    plain_from = None
+    for b in sorted(choices, reverse=True):
+        if choices[b][0] != 0:
+            break
+        plain_from = b
+    if plain_from is None or plain_from == min(choices):
+        return None
+    return 2 ** (plain_from - 1) + 1

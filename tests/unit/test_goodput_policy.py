@@ -1244,3 +1244,31 @@ def test_a_prefill_beside_every_decode_step_still_feeds_the_table(monkeypatch):
     assert ctl.policy.table.samples(b, 3) >= ctl.policy.trusted_samples
     tail = chosen[-500:]
     assert tail.count(3) >= 0.95 * len(tail), {k: tail.count(k) for k in set(tail)}
+
+
+def test_the_status_says_what_the_model_runs_per_batch_and_the_threshold_that_matches_it():
+    """A server where drafting pays at 4 and 16 requests and loses at 128 and 256: the status
+    lists each measured bucket's choice, and the threshold policy's setting that would run the
+    same (65: the first batch size of bucket 65-128)."""
+    def cost(bs, k):
+        return 0.006 + 0.00015 * bs * (k + 1) + 0.0008 * k
+
+    ctl = make_ctl()
+    rng = random.Random(11)
+    for bs in (4, 16, 128, 256):
+        simulate(ctl, bs, 0.7, 1500, rng, cost=cost)
+    status = ctl.policy.describe()
+    choices = status["choice_by_bucket"]
+    assert set(choices) >= {"4", "128", "256"}, choices
+    assert choices["4"][0] > 0 and choices["4"][1] > 1.3
+    assert choices["128"] == [0, 1.0] and choices["256"] == [0, 1.0]
+    assert status["threshold_suggestion"] == 65
+
+
+def test_a_threshold_is_suggested_only_between_drafting_and_plain_buckets():
+    from adaptive_spec.policy.goodput import threshold_from
+
+    assert threshold_from({2: [3, 1.5], 4: [2, 1.2], 6: [0, 1.0], 7: [0, 1.0]}) == 33
+    assert threshold_from({2: [3, 1.5], 6: [0, 1.0], 7: [1, 1.05]}) is None  # drafts at the top
+    assert threshold_from({5: [0, 1.0], 7: [0, 1.0]}) is None  # never drafts
+    assert threshold_from({}) is None

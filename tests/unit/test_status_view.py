@@ -49,6 +49,8 @@ def test_a_goodput_status_shows_the_choice_its_reason_and_the_table_it_came_from
     cell = st["cost_model"]["step_ms"]["16"]["0"]
     assert f"{cell:.2f} (" in row
     assert f"*k={ctl.last.steps} " in page  # the goodput line marks the chosen k
+    k, gain = st["cost_model"]["choice_by_bucket"]["16"]
+    assert f"9-16: k={k} ({gain:g}x plain)" in page if k else "9-16: plain" in page
 
 
 def test_a_threshold_status_has_no_cost_model_and_still_renders():
