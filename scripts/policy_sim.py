@@ -15,6 +15,10 @@ the same scenarios, for the before/after pairs. Scenarios:
   explore step at 4 running, for position-1 acceptance of 30-69 in 100.
 - k7-h200 (session 37): up to 7 steps on costs shaped like session 36's final table, dial
   0.7, at 4 / 16 / 32 / 64 requests: the best chain against k = 3 and what the policy makes.
+- bucket-edge (session 38): the running batch moving across the edge of buckets 17-32 and
+  33-64 (strict alternation 28 <-> 36 every 2-50 decisions; random walks around 32), drafting
+  winning on one side and losing on the other, a switch on costing 50-100 ms: switches on and
+  tokens per second against the better static choice (k = 0 or 3 throughout), per case.
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -74,6 +78,7 @@ def main() -> int:
         d = pol.decide(LoadSnapshot(running=4), acc)
         print(f"moe4-r0-table position 1 right {right}/100: k = {d.steps} ({d.reason})")
     k7_h200(simulate)
+    bucket_edge()
     return 0
 
 
@@ -101,6 +106,38 @@ def k7_h200(simulate) -> None:
                   f"{rate(chosen[:600]) / best:.3f} of the best ({rate(chosen[:600]) / best3:.3f} "
                   f"of k <= 3), all 3000 "
                   f"{rate(chosen) / best:.3f}, last 1000 {dict(Counter(chosen[-1000:]))}")
+
+
+def bucket_edge() -> None:
+    """Session 38: a batch crossing a bucket edge (policy/preferred_runs.py). Costs from
+    tests/unit/test_switch_cost.py's `costs_at(bs, busy, idle)`: k = 3's goodput `idle` x plain's
+    at <= 32 running, `busy` x above; a switch on costs `sw` seconds of catch-up."""
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.controller import Controller
+    from tests.unit.test_switch_cost import costs_at, run_switching, static_rate
+
+    def walk(spread, hold, seed, n=6000):
+        rng, bs, out = random.Random(seed), 32, []
+        while len(out) < n:
+            bs = min(32 + spread, max(32 - spread, bs + rng.choice((-1, 0, 1))))
+            out += [bs] * hold
+        return out[:n]
+
+    for busy, idle, sw in ((0.9, 1.1, 0.1), (0.9, 1.2, 0.05), (0.95, 1.3, 0.05),
+                           (0.8, 1.4, 0.05), (0.97, 1.06, 0.02)):
+        def cost(bs, busy=busy, idle=idle):
+            return costs_at(bs, busy, idle)
+        cases = [(f"alternating every {p}", 0, ([28] * p + [36] * p) * (6000 // (2 * p)))
+                 for p in (2, 3, 5, 10, 20, 50)]
+        cases += [(f"walk +-{spread} hold {hold} seed {seed}", seed, walk(spread, hold, seed))
+                  for spread, hold in ((4, 1), (6, 1), (6, 4)) for seed in (0, 1)]
+        for name, seed, loads in cases:
+            ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+            _, rate, switches = run_switching(ctl, loads, cost, sw, seed)
+            static = [static_rate(loads, cost, k) for k in (0, 3)]
+            print(f"bucket-edge busy={busy} idle={idle} switch={sw * 1000:.0f}ms {name}: "
+                  f"{switches} switches on, {rate / max(static):.3f} of the better static "
+                  f"(k=3 / plain static {static[1] / static[0]:.3f})")
 
 
 if __name__ == "__main__":

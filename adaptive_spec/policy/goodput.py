@@ -103,6 +103,7 @@ from typing import Callable, Optional
 
 from ..signals import AcceptanceStats, LoadSnapshot
 from .base import Decision
+from .preferred_runs import PreferredRuns
 from .prefill_load import PrefillLoad
 from .step_table import MAX_BUCKET_EXP, StepTimeTable, bucket_of
 from .switch_cost import SwitchCost
@@ -140,6 +141,16 @@ class GoodputPolicy:
         # ... of which a price may take at most this share: a stalled switch's price must not
         # keep a large gain (over 1.03 / 0.75, ~1.37x) off until the next probe re-measures it
         self.max_switch_share = 0.25
+        # ... spread over the time a drafting run lasts, measured (preferred_runs.py); a switch
+        # off over a plain run's, at most this many plain steps
+        self.runs = PreferredRuns()
+        self.plain_horizon = 8 * self.switch_horizon
+        self._last_times: list = []  # each k's predicted step time at the last fresh decision
+        # the batch buckets of the latest decisions, and how many of them each holds: where the
+        # batch moves between buckets faster than a switch pays back, the choice that sticks is
+        # made for the mixture (`_mixture_prefers`)
+        self._recent_buckets: deque = deque(maxlen=256)
+        self._bucket_visits = [0] * (MAX_BUCKET_EXP + 1)
         self.reducer = reducer or (lambda v: v)
         self.sync_interval = 32
         # decisions between an asynchronous sync's start and its merge (see the module doc);
@@ -318,11 +329,18 @@ class GoodputPolicy:
             _, handle, n_table = self._pending_syncs.popleft()
             self._merge(handle.wait(), n_table)
         bucket = bucket_of(snap.running)
+        recent = self._recent_buckets
+        if len(recent) == recent.maxlen:
+            self._bucket_visits[recent[0]] -= 1
+        recent.append(bucket)
+        self._bucket_visits[bucket] += 1
         reused, r_bucket, r_syncs, r_until = self._reuse
         if (d <= r_until and bucket == r_bucket and self.table.syncs == r_syncs
                 and self._probe_left == 0 and d % self.explore_interval != 0):
+            self.runs.tick(self._last_times[reused.steps])
             return reused  # nothing but the acceptance can have moved (see reuse_for)
         decision = self._decide(bucket, acc)
+        self.runs.tick(self._last_times[decision.steps])
         if decision.reason not in ("probe", "refresh", "reprobe"):
             self._reuse = (decision, bucket, self.table.syncs, d + self.reuse_for - 1)
         return decision
@@ -348,7 +366,8 @@ class GoodputPolicy:
     def _decide(self, bucket: int, acc: AcceptanceStats) -> Decision:
         expected = self.expected_tokens(acc)
         times, candidates, goodput = self._goodput_at(bucket, expected)
-        self._last_goodput, self._last_expected = goodput, expected
+        self._last_goodput, self._last_expected, self._last_times = goodput, expected, times
+        self.runs.observe(_argmax(candidates, goodput) > 0)
         probe = self._probe(bucket, expected, goodput, goodput[_argmax(candidates, goodput)])
         if probe is not None:
             return Decision(probe, self._probe_reason)
@@ -378,7 +397,9 @@ class GoodputPolicy:
         """(k, reason): the best goodput among the candidates (those meeting the TPOT target,
         when one is set and any does), kept at the current k unless a switch gains more than
         `switch_margin`; from k = 0, unless drafting also pays back what turning it on costs
-        at this bucket (`switch_cost`) within `switch_horizon` of its steps."""
+        at this bucket (`switch_cost`) within the steps a drafting run is expected to last;
+        to k = 0, unless plain pays back the switch on that will follow within the steps a
+        plain run is expected to last (`preferred_runs.py`)."""
         reason = "cost_model"
         slo = self.cfg.tpot_slo_ms
         if slo is not None:
@@ -391,13 +412,43 @@ class GoodputPolicy:
             stay = goodput[cur] * (1 + self.switch_margin)
             if goodput[best] <= stay:
                 best = cur  # not worth a switch
-            elif cur == 0:
+            elif cur == 0 or best == 0:
                 # the catch-up's time buys no tokens: over the horizon drafting runs that much
-                # shorter (session 34: switched on 7 times in 6 s where k = 3 tied k = 0)
-                share = min(self.max_switch_share, self.switch.cost(bucket) / (self.switch_horizon * times[best]))
-                if goodput[best] * (1.0 - share) <= stay:
-                    best = 0
+                # shorter (session 34: switched on 7 times in 6 s where k = 3 tied k = 0), and
+                # plain, which ends in a switch on, that much shorter too. A stalled price is
+                # capped at a share of the default drafting horizon's steps.
+                drafting = cur if best == 0 else best
+                price = min(self.switch.cost(bucket),
+                            self.max_switch_share * self.switch_horizon * times[drafting])
+                longest = (self.switch_horizon if best > 0 else self.plain_horizon) * times[best]
+                share = price / min(longest, self.runs.horizon_s(best > 0))
+                # on: the price and the margin together (session 34's rule); off: each alone,
+                # as a switch off cleared the margin alone before its price was known
+                bar = stay if cur == 0 else goodput[cur]
+                if (goodput[best] * (1.0 - share) <= bar
+                        and not self._mixture_prefers(best, cur, expected, price / longest)):
+                    best = cur
         return best, reason
+
+    def _mixture_prefers(self, target: int, cur: int, expected: list, share: float) -> bool:
+        """Where the runs are too short for a switch to pay back, the choice sticks; whether
+        `target` should be the one that sticks: its goodput over the batch buckets of the latest
+        decisions (each k's step time weighted by the decisions there) beats `cur`'s by the
+        margin with `share` (the price over the default horizon) paid. Only while the batch
+        moves between buckets (none holds 90% of them): at one bucket this is the rule above.
+        In simulation, without it the choice stuck wherever the first short runs left it (at
+        alternations where static drafting made 1.07x of plain, the policy sat in plain)."""
+        n = len(self._recent_buckets)
+        if n < self._recent_buckets.maxlen or 10 * max(self._bucket_visits) >= 9 * n:
+            return False
+        t_target = t_cur = 0.0
+        for b, visits in enumerate(self._bucket_visits):
+            if visits:
+                times = self._goodput_at(b, expected)[0]
+                t_target += visits * times[target]
+                t_cur += visits * times[cur]
+        return (expected[target] / t_target * (1.0 - share)
+                > expected[cur] / t_cur * (1 + self.switch_margin))
 
     def _bucket_view(self, bucket: int) -> tuple:
         """(step time of each k, the k that may be chosen, each k's prefill launch extra,
@@ -608,6 +659,8 @@ class GoodputPolicy:
                 # each launch's extra in the decode step beside it, by k (prefill_load.py)
                 "prefill_launch_ms": self.prefill.snapshot_launch(),
                 "switch_on_ms": self.switch.snapshot(),
+                # how long the model keeps preferring drafting, or plain (preferred_runs.py)
+                "preferred_runs_ms": self.runs.snapshot(),
                 "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in enumerate(self._last_goodput)},
                 **self.choices_now()}
 

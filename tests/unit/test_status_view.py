@@ -134,3 +134,12 @@ def test_it_reads_a_server_and_refreshes_a_bounded_number_of_times(loopback_serv
     assert status_view.main(["--url", url, "--timeout", "2"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("status_view: cannot read") and err.count("\n") == 1
+
+
+def test_the_runs_the_model_prefers_are_shown_once_one_has_finished():
+    st = {"decision": {"steps": 0, "reason": "cost_model"},
+          "cost_model": {"preferred_runs_ms": {"drafting": [31.5, 12], "plain": [None, 0]}}}
+    assert "runs the model prefers, mean ms (runs): drafting 31.5 (12)  plain - (0)" in \
+        status_view.render([st])
+    st["cost_model"]["preferred_runs_ms"]["drafting"] = [None, 0]
+    assert "runs the model prefers" not in status_view.render([st])
