@@ -17,6 +17,12 @@ launched before that result was processed: its host work is in it) and the after
 (a little short: part of its step ran beside the prefill); their excess over the median, the
 first alone ("extra", what policy/prefill_load.py prices; session 37, from session 36's logs:
 +8.4 ms over a 5.8-ms plain step at 33-64 requests) and both together ("net").
+
+  python -m adaptive_spec.bench.sample_summary --crossings server-*.log
+
+How often consecutive results changed batch bucket, per pair of buckets, and how often drafting
+turned on or off, how many of those at a bucket change: a policy that flaps at a bucket's edge
+(session 38, policy/preferred_runs.py) turns drafting on and off at most of its crossings.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ import json
 import re
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Dict, List
 
@@ -104,6 +111,30 @@ def launch_table(rows: List[list]) -> str:
     return _aligned(out)
 
 
+def _bucket_range(b: int) -> str:
+    top = 2 ** b
+    return str(top) if top <= 2 else f"{top // 2 + 1}-{top}"
+
+
+def crossings(rows: List[list]) -> str:
+    """Bucket changes between consecutive results, per pair of buckets, and drafting turned on
+    or off (k = 0 <-> k > 0), how many of those at a bucket change."""
+    edges: Counter = Counter()
+    flips = flips_at_change = 0
+    for (bs0, k0, *_), (bs1, k1, *_) in zip(rows, rows[1:]):
+        b0, b1 = bucket_of(bs0), bucket_of(bs1)
+        if b0 != b1:
+            edges[(min(b0, b1), max(b0, b1))] += 1
+        if (k0 > 0) != (k1 > 0):
+            flips += 1
+            flips_at_change += b0 != b1
+    pairs = "  ".join(f"{_bucket_range(a)} <-> {_bucket_range(b)}: {n}"
+                      for (a, b), n in sorted(edges.items()))
+    return (f"{len(rows)} results; bucket changes {sum(edges.values())}"
+            + (f" ({pairs})" if pairs else "")
+            + f"; drafting turned on or off {flips} times, {flips_at_change} at a bucket change")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+", type=Path)
@@ -111,6 +142,9 @@ def main(argv=None) -> int:
     ap.add_argument("--launches", action="store_true",
                     help="instead: every bucket's samples beside a prefill's launch against "
                          "the rest")
+    ap.add_argument("--crossings", action="store_true",
+                    help="instead: bucket changes between consecutive results, and drafting "
+                         "turned on or off at them")
     a = ap.parse_args(argv)
     missing = [str(p) for p in a.logs if not p.is_file()]
     if missing:
@@ -121,7 +155,9 @@ def main(argv=None) -> int:
         return 2
     for p in a.logs:
         rows = samples(p.read_text(errors="replace"))
-        if rows and a.launches:
+        if rows and a.crossings:
+            print(f"{server_name(p)}: {crossings(rows)}")
+        elif rows and a.launches:
             print(f"{server_name(p)}: decode samples beside a prefill's launch, ms")
             print(launch_table(rows))
         elif rows:

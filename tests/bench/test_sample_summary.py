@@ -127,3 +127,16 @@ def test_the_launch_table_reads_a_prefills_launch_beside_the_decode_step(monkeyp
     # 12 + 4 x 4 others, the last one still held for its verdict when the log was read; the
     # pairs: 14 ms beside the launch, 5 after the prefill's result, 7 ms over two 6-ms steps
     assert out[2].split() == ["64", "0", "27", "6.00", "4", "14.00", "5.00", "+8.00", "+7.00"]
+
+
+def test_crossings_count_bucket_changes_and_the_switches_at_them(tmp_path, capsys):
+    """A batch moving between 30 and 34 (buckets 17-32 and 33-64) with drafting on at 30 and off
+    at 34: every crossing is a switch; one more switch inside a bucket."""
+    rows = [[30, 3, 11.0, 0], [34, 0, 6.0, 0], [30, 3, 11.0, 0], [34, 0, 6.0, 0],
+            [34, 3, 16.0, 0], [70, 3, 20.0, 0]]
+    log = tmp_path / "server-adaptive-spec_goodput.log"
+    log.write_text(f"[t] adaptive_spec samples rank=0 rows={json.dumps(rows)}\n")
+    assert ss.main([str(log), "--crossings"]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "adaptive-spec_goodput: 6 results; bucket changes 4 (17-32 <-> 33-64: 3  "
+        "33-64 <-> 65-128: 1); drafting turned on or off 4 times, 3 at a bucket change")

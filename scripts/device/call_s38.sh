@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Session 38 (written without a GPU: none was lent that session; run it in a later one). One
+# H200, SGLang's defaults (breakable prefill CUDA graphs on every server), dense 8B pair, dial
+# 0.7, --stream-interval 4, schedulers pinned, lossless checked per row.
+#   be (~9 min) a batch crossing a bucket edge: closed-loop concurrencies that are not powers of
+#      two, so the running batch moves across the 32 / 33 edge (36, 40) or stays inside one
+#      bucket as a control (24): plain, eagle3 (3 steps) and goodput, 2 passes, the goodput
+#      server's step-time samples logged (ADAPTIVE_SPEC_SAMPLE_LOG=1: each result's batch size,
+#      so the crossings can be counted) and its final status (switches, `preferred_runs_ms`,
+#      `choice_by_bucket`). Session 38 found the policy flapping at such edges in simulation
+#      only (policy/preferred_runs.py; before the fix 0.33-0.97x of the better static choice at
+#      alternations every 2-10 decisions); this is the GPU question. Read with
+#      `adaptive-spec-bench paired FILE --system adaptive-spec:goodput --of envelope` and
+#      `python -m adaptive_spec.bench.sample_summary --crossings samples-be.txt` (bucket changes
+#      between consecutive results, and drafting turned on or off at them).
+#   k7 | k9 | kb | lc | dl: session 37's calls (call_s37.sh; not run yet).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s38.sh be|k7|k9|kb|lc|dl
+case "${1:-}" in
+k7|k9|kb|lc|dl) exec bash scripts/device/call_s37.sh "$1" ;;
+esac
+PREFILL_GRAPH=${PREFILL_GRAPH:-breakable}  # SGLang's default, which common.sh turns off otherwise
+source scripts/device/common.sh
+
+say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
+
+case "${1:-}" in
+be)
+  dense_pinned_setup $1
+  export ADAPTIVE_SPEC_SAMPLE_LOG=1
+  sweep 0 be-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput --concurrency 24,36,40 --repeat 2 --time-budget-s 6 \
+    --start-timeout-s 360 --system-args "$GOODPUT" > /tmp/tail-be.txt
+  grep -h "adaptive_spec samples" /tmp/logs-be-dense/server-adaptive-spec_goodput.log \
+    > "$OUT/samples-be.txt"
+  report be- logs-be.tar.xz /tmp/tail-be.txt
+  ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-be-dense.json \
+      --system adaptive-spec:goodput --of envelope )
+  ( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --crossings "$OUT/samples-be.txt"
+    python3 -m adaptive_spec.bench.sample_summary --bucket 32 "$OUT/samples-be.txt" | tail -20
+    python3 -m adaptive_spec.bench.sample_summary --bucket 64 "$OUT/samples-be.txt" | tail -20 )
+  goodput_cost_model "$OUT"/sweep-be-dense.json
+  ;;
+*)
+  say "usage: $0 be|k7|k9|kb|lc|dl"; exit 2
+  ;;
+esac
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$1"
