@@ -113,10 +113,11 @@ def _cost_model(cm: dict, chosen: Optional[int]) -> List[str]:
         out.append("a switch on, ms (switches): " + "  ".join(
             f"{_bucket_label(b)}: {v[0]:g} ({v[1]:g})"
             for b, v in _by_bucket(switch)))
-    runs = cm.get("preferred_runs_ms") or {}
-    if any(n for _, n in runs.values()):
-        out.append("runs the model prefers, mean ms (runs): " + "  ".join(
-            f"{name} {'-' if ms is None else f'{ms:g}'} ({n})" for name, (ms, n) in runs.items()))
+    for name, by_bucket in (cm.get("preferred_runs_ms") or {}).items():
+        if by_bucket:
+            out.append(f"{name}-preferred runs by the bucket they began at, mean ms (runs): "
+                       + "  ".join(f"{_bucket_label(b)}: {ms:g} ({n})"
+                                   for b, (ms, n) in _by_bucket(by_bucket)))
     return out
 
 

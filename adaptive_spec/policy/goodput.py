@@ -367,7 +367,7 @@ class GoodputPolicy:
         expected = self.expected_tokens(acc)
         times, candidates, goodput = self._goodput_at(bucket, expected)
         self._last_goodput, self._last_expected, self._last_times = goodput, expected, times
-        self.runs.observe(_argmax(candidates, goodput) > 0)
+        self.runs.observe(_argmax(candidates, goodput) > 0, bucket)
         probe = self._probe(bucket, expected, goodput, goodput[_argmax(candidates, goodput)])
         if probe is not None:
             return Decision(probe, self._probe_reason)
@@ -421,7 +421,7 @@ class GoodputPolicy:
                 price = min(self.switch.cost(bucket),
                             self.max_switch_share * self.switch_horizon * times[drafting])
                 longest = (self.switch_horizon if best > 0 else self.plain_horizon) * times[best]
-                share = price / min(longest, self.runs.horizon_s(best > 0))
+                share = price / min(longest, self.runs.horizon_s(best > 0, bucket))
                 # on: the price and the margin together (session 34's rule); off: each alone,
                 # as a switch off cleared the margin alone before its price was known
                 bar = stay if cur == 0 else goodput[cur]

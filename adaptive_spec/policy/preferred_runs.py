@@ -16,14 +16,15 @@ showed it: their concurrencies are powers of two, so in steady state the running
 in one bucket.
 
 So the runs in which the cost model prefers drafting (its best k, switch price and hysteresis
-left out, > 0) and those in which it prefers plain are timed, a decayed mean of each. A switch
-on spreads its price over the mean drafting-preferred run; a switch off, which buys a switch on
-when drafting is preferred again, over the mean plain-preferred run. Each horizon is at least
-as long as the current run has already lasted (a load that settles lengthens it at once), and
-never longer than the defaults (128 decisions at the drafting step time for a switch on, the
-horizon the policy always used; 1,024 at the plain step time for a switch off), so that where
-runs are long both rules are what they were (a load that stays at one batch bucket finishes no
-run). A switch on must clear the margin with the price paid (session 34's rule); a switch off,
+left out, > 0) and those in which it prefers plain are timed, a decayed mean of each, kept by the
+batch bucket the run began at (a flapping edge says nothing of a load that drops elsewhere). A
+switch on spreads its price over the mean drafting-preferred run; a switch off, which buys a
+switch on when drafting is preferred again, over the mean plain-preferred run. Each horizon is
+at least as long as the current run has already lasted (a load that settles lengthens it at
+once), and never longer than the defaults (128 decisions at the drafting step time for a switch
+on, the horizon the policy always used; 1,024 at the plain step time for a switch off), so that
+where runs are long both rules are what they were (a load that stays at one batch bucket
+finishes no run). A switch on must clear the margin with the price paid (session 34's rule); a switch off,
 the margin and, separately, the price. Where the runs are too short for either switch to pay,
 the choice sticks, and which one sticks is decided over the mix of buckets the batch visits
 (`GoodputPolicy._mixture_prefers`).
@@ -39,16 +40,19 @@ simulation: `python scripts/policy_sim.py`, its `bucket-edge` lines.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Dict, Optional, Tuple
 
 
 class PreferredRuns:
     WEIGHT = 0.3  # a finished run's weight in its mean: a few short runs pull it down
 
     def __init__(self):
-        self.mean = {True: math.inf, False: math.inf}  # seconds per run (inf: none finished)
-        self.runs = {True: 0, False: 0}  # finished runs behind each mean
+        # seconds per run, by (drafting preferred, the batch bucket the run began at); missing:
+        # no such run has finished (an unknown run is taken to be long)
+        self.mean: Dict[Tuple[bool, int], float] = {}
+        self.runs: Dict[Tuple[bool, int], int] = {}  # finished runs behind each mean
         self.state: Optional[bool] = None  # drafting preferred now (None: no decision yet)
+        self.began_at = 0  # the bucket the current run began at
         self.clock = 0.0  # predicted seconds of every decision so far
         self.since = 0.0  # clock at which the current run began
 
@@ -56,27 +60,30 @@ class PreferredRuns:
         """A decision was made whose step the cost model prices at `seconds`."""
         self.clock += seconds
 
-    def observe(self, drafting_preferred: bool) -> None:
+    def observe(self, drafting_preferred: bool, bucket: int) -> None:
         if self.state is None:
-            self.state, self.since = drafting_preferred, self.clock
+            self.state, self.since, self.began_at = drafting_preferred, self.clock, bucket
         elif drafting_preferred != self.state:
-            length = self.clock - self.since
-            mean = self.mean[self.state]
-            self.mean[self.state] = (length if math.isinf(mean)
-                                     else mean + self.WEIGHT * (length - mean))
-            self.runs[self.state] += 1
-            self.state, self.since = drafting_preferred, self.clock
+            key, length = (self.state, self.began_at), self.clock - self.since
+            mean = self.mean.get(key)
+            self.mean[key] = length if mean is None else mean + self.WEIGHT * (length - mean)
+            self.runs[key] = self.runs.get(key, 0) + 1
+            self.state, self.since, self.began_at = drafting_preferred, self.clock, bucket
 
-    def horizon_s(self, drafting: bool) -> float:
-        """Seconds a run preferring drafting (or plain) is expected to last: its mean, at least
-        the current one's length so far (inf while none has finished)."""
-        mean = self.mean[drafting]
+    def horizon_s(self, drafting: bool, bucket: int) -> float:
+        """Seconds the current run preferring drafting (or plain) is expected to last: the mean
+        of the runs that began where it began (at `bucket` if it is not the current run), at
+        least its length so far; inf where no such run has finished. Keyed by bucket: runs
+        that flapped at one bucket's edge say nothing of a load that drops to another (in
+        simulation, one mean for all had a drop to 4 requests after a flapping phase at 28-36
+        wait 19-99 decisions before drafting, the switch's price over the gain)."""
         if self.state == drafting:
-            mean = max(mean, self.clock - self.since)
-        return mean
+            mean = self.mean.get((drafting, self.began_at), math.inf)
+            return max(mean, self.clock - self.since)
+        return self.mean.get((drafting, bucket), math.inf)
 
     def snapshot(self) -> dict:
-        """{"drafting" | "plain": [mean ms per run, runs]} (None: no run finished yet)."""
-        return {name: [None if math.isinf(self.mean[key]) else round(1000 * self.mean[key], 1),
-                       self.runs[key]]
+        """{"drafting" | "plain": {bucket the runs began at: [mean ms per run, runs]}}."""
+        return {name: {str(2 ** b): [round(1000 * self.mean[(key, b)], 1), self.runs[(key, b)]]
+                       for k, b in sorted(self.mean) if k == key}
                 for name, key in (("drafting", True), ("plain", False))}

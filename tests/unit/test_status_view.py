@@ -138,8 +138,9 @@ def test_it_reads_a_server_and_refreshes_a_bounded_number_of_times(loopback_serv
 
 def test_the_runs_the_model_prefers_are_shown_once_one_has_finished():
     st = {"decision": {"steps": 0, "reason": "cost_model"},
-          "cost_model": {"preferred_runs_ms": {"drafting": [31.5, 12], "plain": [None, 0]}}}
-    assert "runs the model prefers, mean ms (runs): drafting 31.5 (12)  plain - (0)" in \
-        status_view.render([st])
-    st["cost_model"]["preferred_runs_ms"]["drafting"] = [None, 0]
-    assert "runs the model prefers" not in status_view.render([st])
+          "cost_model": {"preferred_runs_ms": {"drafting": {"32": [31.5, 12], "4": [900.0, 1]},
+                                               "plain": {}}}}
+    page = status_view.render([st])
+    assert ("drafting-preferred runs by the bucket they began at, mean ms (runs): "
+            "3-4: 900 (1)  17-32: 31.5 (12)") in page
+    assert "plain-preferred runs" not in page
