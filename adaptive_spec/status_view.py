@@ -202,6 +202,8 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for the server")
     a = ap.parse_args(argv)
     try:
+        if a.watch < 0 or a.timeout <= 0:
+            raise ViewError("--watch must be >= 0 and --timeout > 0 seconds", 2)
         if a.file:
             print(render(rank_statuses(_load(a.file), a.system)))
             return 0

@@ -88,6 +88,8 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(tmp_path, capsys):
     (tmp_path / "off.json").write_text(json.dumps({"ranks": [None]}))
     cases.append(([str(tmp_path / "off.json")], 1, "not active"))
     cases.append(([str(tmp_path / "missing.json")], 2, "No such file"))
+    cases.append((["--watch", "-1"], 2, "--watch must be >= 0"))
+    cases.append((["--timeout", "0"], 2, "--timeout > 0"))
     for argv, code, text in cases:
         assert status_view.main(argv) == code, argv
         err = capsys.readouterr().err
