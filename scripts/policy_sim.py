@@ -19,6 +19,10 @@ the same scenarios, for the before/after pairs. Scenarios:
   33-64 (strict alternation 28 <-> 36 every 2-50 decisions; random walks around 32), drafting
   winning on one side and losing on the other, a switch on costing 50-100 ms: switches on and
   tokens per second against the better static choice (k = 0 or 3 throughout), per case.
+- closed-loop (session 38): 34-48 closed-loop clients whose requests need 60-240 tokens, each
+  next request joining 2-8 decode steps after the last one finished, so the running batch
+  fluctuates below the client count, across the 32 / 33 edge at 34-36 clients; goodput's
+  tokens per second against the better static choice, on the same cost shapes.
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -79,6 +83,7 @@ def main() -> int:
         print(f"moe4-r0-table position 1 right {right}/100: k = {d.steps} ({d.reason})")
     k7_h200(simulate)
     bucket_edge()
+    closed_loop()
     return 0
 
 
@@ -138,6 +143,66 @@ def bucket_edge() -> None:
             print(f"bucket-edge busy={busy} idle={idle} switch={sw * 1000:.0f}ms {name}: "
                   f"{switches} switches on, {rate / max(static):.3f} of the better static "
                   f"(k=3 / plain static {static[1] / static[0]:.3f})")
+
+
+def closed_loop() -> None:
+    """Session 38: closed-loop clients, the batch shaped by completions and admission delays
+    (see the module docstring); the same costs as `bucket_edge`."""
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.controller import Controller
+    from adaptive_spec.signals import LoadSnapshot
+    from tests.unit.draft_sim import correct_drafts
+    from tests.unit.test_switch_cost import costs_at
+
+    def run(clients, cost, switch_s, seed, static_k=None, steps=6000):
+        rng = random.Random(seed)
+        left = [rng.randint(60, 240) for _ in range(clients)]  # tokens left per running request
+        joining, dts, ctl = [], [], None  # decode steps until each next request joins
+        if static_k is None:
+            ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+            ctl.timer.tick = lambda steps, now=None: dts.pop(0)
+        wall = tokens = 0.0
+        pending, last_k, switches = None, None, 0
+        for _ in range(steps):
+            bs = len(left)
+            if ctl is not None:
+                ctl.on_snapshot(LoadSnapshot(running=bs))
+                k = ctl.decide(bs).steps
+            else:
+                k = static_k
+            mode = "off" if k == 0 else ("catchup" if last_k == 0 and ctl else "on")
+            t = cost(bs)[k] * (1 + rng.uniform(-0.03, 0.03))
+            wall += t
+            if mode == "catchup":
+                switches += 1
+                wall += switch_s
+                t += switch_s / 2
+                if pending is not None:
+                    pending[2] += switch_s / 2
+            if ctl is not None and pending is not None:
+                dts.append(pending[2])
+                ctl.on_result(pending[0], pending[1], pending[3])
+            correct = correct_drafts(rng, bs, 0.7, k)
+            made = [1 if mode == "catchup" else 1 + c for c in correct]
+            tokens += sum(made)
+            pending, last_k = [k, correct, t, mode], k
+            still = [n - m for n, m in zip(left, made) if n - m > 0]
+            joining = [w - 1 for w in joining] + [rng.randint(2, 8) - 1
+                                                   for _ in range(bs - len(still))]
+            left = still + [rng.randint(60, 240) for w in joining if w <= 0]
+            joining = [w for w in joining if w > 0]
+        return tokens / wall, switches
+
+    for busy, idle, sw in ((0.9, 1.1, 0.1), (0.9, 1.2, 0.05), (0.95, 1.3, 0.05),
+                           (0.8, 1.4, 0.05), (0.97, 1.06, 0.02)):
+        def cost(bs, busy=busy, idle=idle):
+            return costs_at(bs, busy, idle)
+        for clients in (34, 36, 40, 48):
+            rate, switches = run(clients, cost, sw, 0)
+            plain, drafting = run(clients, cost, sw, 0, 0)[0], run(clients, cost, sw, 0, 3)[0]
+            print(f"closed-loop busy={busy} idle={idle} switch={sw * 1000:.0f}ms clients={clients}: "
+                  f"{switches} switches on, {rate / max(plain, drafting):.3f} of the better static "
+                  f"(k=3 / plain static {drafting / plain:.3f})")
 
 
 if __name__ == "__main__":
