@@ -200,8 +200,8 @@ def closed_loop() -> None:
         for clients in (34, 36, 40, 48):
             rate, switches = run(clients, cost, sw, 0)
             plain, drafting = run(clients, cost, sw, 0, 0)[0], run(clients, cost, sw, 0, 3)[0]
-            print(f"closed-loop busy={busy} idle={idle} switch={sw * 1000:.0f}ms clients={clients}: "
-                  f"{switches} switches on, {rate / max(plain, drafting):.3f} of the better static "
+            print(f"closed-loop busy={busy} idle={idle} switch={sw * 1000:.0f}ms "
+                  f"clients={clients}: {switches} switches on, {rate / max(plain, drafting):.3f} of the better static "
                   f"(k=3 / plain static {drafting / plain:.3f})")
 
 

@@ -24,10 +24,10 @@ at least as long as the current run has already lasted (a load that settles leng
 once), and never longer than the defaults (128 decisions at the drafting step time for a switch
 on, the horizon the policy always used; 1,024 at the plain step time for a switch off), so that
 where runs are long both rules are what they were (a load that stays at one batch bucket
-finishes no run). A switch on must clear the margin with the price paid (session 34's rule); a switch off,
-the margin and, separately, the price. Where the runs are too short for either switch to pay,
-the choice sticks, and which one sticks is decided over the mix of buckets the batch visits
-(`GoodputPolicy._mixture_prefers`).
+finishes no run). A switch on must clear the margin with the price paid (session 34's rule); a
+switch off, the margin and, separately, the price. Where the runs are too short for either
+switch to pay, the choice sticks, and which one sticks is decided over the mix of buckets the
+batch visits (`GoodputPolicy._mixture_prefers`).
 
 Runs are timed in seconds, not decisions: a run spent drafting lasts longer than the same
 decisions spent plain, and the price is paid in seconds. The clock is the cost model's

@@ -1,5 +1,6 @@
 """The GPU-machine helper scripts that turn runs into committed results, on CPU: the greedy
 dial table from the committed sweeps, and the continuous-arrival probe against a FAKE server."""
+import argparse
 import json
 import subprocess
 import sys
@@ -58,3 +59,44 @@ def test_pack_out_leaves_few_files_for_the_8_file_cap(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["logs-a.tar.xz", "results-v.tar.xz", "run.log"]
     with tarfile.open(tmp_path / "results-v.tar.xz") as t:
         assert sorted(t.getnames()) == sorted(f"sweep-{i}.json" for i in range(12))
+
+
+def _option_strings(parser) -> set:
+    out = set()
+    for action in parser._actions:
+        out.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):  # the CLI's sub-commands
+            for sub in action.choices.values():
+                out |= _option_strings(sub)
+    return out
+
+
+def test_every_device_script_parses():
+    for script in sorted(DEVICE.glob("*.sh")):
+        r = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, f"{script.name}: {r.stderr}"
+
+
+def test_the_runs_written_for_the_next_gpu_session_use_only_flags_that_exist():
+    """call_s37.sh / call_s38.sh have never run (no GPU since they were written): every --flag
+    they pass is one the sweep, paired or sample_summary commands or our server know, so a typo
+    does not cost a device session."""
+    import re
+
+    from adaptive_spec.bench import cli, sample_summary
+    from adaptive_spec.sglang_plugin.args import add_adaptive_spec_args
+
+    server = argparse.ArgumentParser()
+    add_adaptive_spec_args(server)
+    known = _option_strings(cli.build_parser()) | _option_strings(server)
+    # the other tools (sample_summary, phase_summary, the model builder) build their parsers
+    # inside main: read their add_argument lines
+    for tool in Path(sample_summary.__file__).parent.glob("*.py"):
+        known |= set(re.findall(r'add_argument\(\s*"(--[a-z0-9-]+)"', tool.read_text()))
+    known |= {"--stream-interval"}  # SGLang's own, passed through --server-arg
+    for name in ("call_s37.sh", "call_s38.sh"):
+        code = "\n".join(line for line in (DEVICE / name).read_text().splitlines()
+                         if not line.lstrip().startswith("#"))
+        used = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", code))
+        assert used, name
+        assert used <= known, f"{name}: unknown flags {sorted(used - known)}"
