@@ -443,7 +443,7 @@ class GoodputPolicy:
         In simulation, without it the choice stuck wherever the first short runs left it (at
         alternations where static drafting made 1.07x of plain, the policy sat in plain).
         What it cannot see: a choice that moves the batch. Closed-loop clients at 34 whose next
-        request joins a few steps after the last finished sit at 33-34 running when plain and
+        request joins a few steps after the last finished sit mostly at 33-34 running when plain and
         lower when drafting (requests finish sooner); the mix seen under plain favours plain,
         and static drafting made 1.09-1.21x of plain where the policy made 0.80-0.90x of that
         (`python scripts/policy_sim.py`, `closed-loop` lines)."""
