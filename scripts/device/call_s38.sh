@@ -13,8 +13,10 @@
 #      `adaptive-spec-bench paired FILE --system adaptive-spec:goodput --of envelope` and
 #      `python -m adaptive_spec.bench.sample_summary --crossings samples-be.txt` (bucket changes
 #      between consecutive results, and drafting turned on or off at them).
+#   be64 (~9 min) the same across the 64 / 65 edge, where with this draft plain wins above
+#      (session 36: EAGLE-3 0.99x of plain at 64, 0.64x at 128): 56 (control), 68 and 72.
 #   k7 | k9 | kb | lc | dl: session 37's calls (call_s37.sh; not run yet).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s38.sh be|k7|k9|kb|lc|dl
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s38.sh be|be64|k7|k9|kb|lc|dl
 case "${1:-}" in
 k7|k9|kb|lc|dl) exec bash scripts/device/call_s37.sh "$1" ;;
 esac
@@ -24,25 +26,28 @@ source scripts/device/common.sh
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
 
-case "${1:-}" in
-be)
+bucket_edge() {  # $1 mode, $2 concurrencies, $3 / $4 the buckets either side of the edge
   dense_pinned_setup $1
   export ADAPTIVE_SPEC_SAMPLE_LOG=1
-  sweep 0 be-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
-    plain,eagle3,adaptive-spec:goodput --concurrency 24,36,40 --repeat 2 --time-budget-s 6 \
-    --start-timeout-s 360 --system-args "$GOODPUT" > /tmp/tail-be.txt
-  grep -h "adaptive_spec samples" /tmp/logs-be-dense/server-adaptive-spec_goodput.log \
-    > "$OUT/samples-be.txt"
-  report be- logs-be.tar.xz /tmp/tail-be.txt
-  ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-be-dense.json \
+  sweep 0 $1-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput --concurrency $2 --repeat 2 --time-budget-s 6 \
+    --start-timeout-s 360 --system-args "$GOODPUT" > /tmp/tail-$1.txt
+  grep -h "adaptive_spec samples" /tmp/logs-$1-dense/server-adaptive-spec_goodput.log \
+    > "$OUT/samples-$1.txt"
+  report $1- logs-$1.tar.xz /tmp/tail-$1.txt
+  ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-$1-dense.json \
       --system adaptive-spec:goodput --of envelope )
-  ( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --crossings "$OUT/samples-be.txt"
-    python3 -m adaptive_spec.bench.sample_summary --bucket 32 "$OUT/samples-be.txt" | tail -20
-    python3 -m adaptive_spec.bench.sample_summary --bucket 64 "$OUT/samples-be.txt" | tail -20 )
-  goodput_cost_model "$OUT"/sweep-be-dense.json
-  ;;
+  ( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --crossings "$OUT/samples-$1.txt"
+    python3 -m adaptive_spec.bench.sample_summary --bucket $3 "$OUT/samples-$1.txt" | tail -20
+    python3 -m adaptive_spec.bench.sample_summary --bucket $4 "$OUT/samples-$1.txt" | tail -20 )
+  goodput_cost_model "$OUT"/sweep-$1-dense.json
+}
+
+case "${1:-}" in
+be) bucket_edge be 24,36,40 32 64 ;;
+be64) bucket_edge be64 56,68,72 64 128 ;;
 *)
-  say "usage: $0 be|k7|k9|kb|lc|dl"; exit 2
+  say "usage: $0 be|be64|k7|k9|kb|lc|dl"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"
