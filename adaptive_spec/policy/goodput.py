@@ -141,6 +141,14 @@ class GoodputPolicy:
         # ... of which a price may take at most this share: a stalled switch's price must not
         # keep a large gain (over 1.03 / 0.75, ~1.37x) off until the next probe re-measures it
         self.max_switch_share = 0.25
+        # Whether a prefill's launch in the decode step beside it is priced (session 37, CPU
+        # only: `observe_prefill_launch`). Off: on the H200 (session 38, `call_s37.sh k7`, 64
+        # requests, up to 7 steps) its extra put plain at 6.5 + 1.76 + 1.85 ms a step where the
+        # phase clocks read 8.18 with the prefills (48-95 running: the launch counted twice),
+        # the policy drafted k = 5 on half a repeat's decisions, and made 0.815x of plain
+        # there; without the term the same final table has plain ahead. Measured either way
+        # (the status's `prefill_launch_ms`).
+        self.price_launches = False
         # ... spread over the time a drafting run lasts, measured (preferred_runs.py); a switch
         # off over a plain run's, at most this many plain steps
         self.runs = PreferredRuns()
@@ -231,6 +239,9 @@ class GoodputPolicy:
         settled = self.table.settled_row(bucket)[0][k]
         if settled is not None:
             self.prefill.on_launch(bucket, k, seconds - settled)
+        if not self.price_launches:  # an ordinary sample, as before session 37
+            self.observe_step_time(batch_size, k, seconds)
+            return
         self.observe_step_time(batch_size, k, seconds - self.prefill.measured_launch(bucket, k))
 
     def observe_switch_on(self, batch_size: int, results: list) -> None:
@@ -486,8 +497,8 @@ class GoodputPolicy:
                     times[k] = max(times[0] * ratio, row[1][k])
                     candidates.append(k)
             # merged at the same syncs as the table: cached with it
-            launch = [self.prefill.launch_extra(bucket, k, times)
-                      for k in range(self.max_steps + 1)]
+            launch = [self.prefill.launch_extra(bucket, k, times) if self.price_launches
+                      else 0.0 for k in range(self.max_steps + 1)]
             view = self._bucket_cache[bucket] = (times, candidates, launch)
         return view
 

@@ -80,6 +80,7 @@ def test_a_prefills_launch_around_a_switch_is_marked_and_not_priced_twice():
     ctl.on_result(3, [0] * 4, "on")
     assert seen.calls == [(4, [(0, 0.018, True), (3, 0.060), (3, 0.020)])]
     pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    pol.price_launches = True  # the mechanism (off by default since session 38)
     fill = {0: (8.0, 30), 3: (20.0, 30)}
     for k, (ms, n) in fill.items():
         for _ in range(n):
