@@ -15,8 +15,11 @@
 #      between consecutive results, and drafting turned on or off at them).
 #   be64 (~9 min) the same across the 64 / 65 edge, where with this draft plain wins above
 #      (session 36: EAGLE-3 0.99x of plain at 64, 0.64x at 128): 56 (control), 68 and 72.
-#   k7 | k9 | kb | lc | dl: session 37's calls (call_s37.sh; not run yet).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s38.sh be|be64|k7|k9|kb|lc|dl
+#   l64 (~5 min) 64 requests with up to 7 steps after session 38 turned the launch pricing off
+#      (k7 had drafted k = 5 there, 0.815x of plain in one repeat): plain, eagle3 at 7 steps,
+#      goodput, 2 passes.
+#   k7 | k9 | kb | lc | dl: session 37's calls (call_s37.sh).
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s38.sh be|be64|l64|k7|k9|kb|lc|dl
 case "${1:-}" in
 k7|k9|kb|lc|dl) exec bash scripts/device/call_s37.sh "$1" ;;
 esac
@@ -46,8 +49,18 @@ bucket_edge() {  # $1 mode, $2 concurrencies, $3 / $4 the buckets either side of
 case "${1:-}" in
 be) bucket_edge be 24,36,40 32 64 ;;
 be64) bucket_edge be64 56,68,72 64 128 ;;
+l64)
+  dense_pinned_setup $1
+  sweep 0 l64-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput --concurrency 64 --repeat 2 --time-budget-s 6 \
+    --start-timeout-s 360 --system-args "$GOODPUT" --spec-steps 7 > /tmp/tail-l64.txt
+  report l64- logs-l64.tar.xz /tmp/tail-l64.txt
+  ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-l64-dense.json \
+      --system adaptive-spec:goodput --of envelope )
+  goodput_cost_model "$OUT"/sweep-l64-dense.json
+  ;;
 *)
-  say "usage: $0 be|be64|k7|k9|kb|lc|dl"; exit 2
+  say "usage: $0 be|be64|l64|k7|k9|kb|lc|dl"; exit 2
   ;;
 esac
 rm -f "$OUT/build.log"
