@@ -51,6 +51,37 @@ def prefill_term(snapshot: dict) -> PrefillLoad:
     return load
 
 
+def cells_at(path: Path, bucket: int) -> List[List[str]]:
+    """The goodput server's final cost model at one batch bucket (a power of two): per measured
+    k, E_k, the decode step, the prefill time per step without and with a prefill's launch
+    (`prefill_launch_ms`, session 37's term), and the goodput (tokens per second per request)
+    each way. Session 38: at 64 requests with up to 7 steps the launch term flipped the choice
+    from plain to k = 5 where plain made 1.16-1.22x of static drafting."""
+    status = json.loads(path.read_text())["systems"]["adaptive-spec:goodput"]["final_status"][0]
+    model, per_position = status["cost_model"], status["acceptance"]["per_position"]
+    cells = {int(k): ms / 1000.0 for k, ms in model["step_ms"][str(bucket)].items()}
+    load = prefill_term(model.get("prefill_ms_admitted_tokens_per_step") or {})
+    launched = PrefillLoad(MAX_BUCKET_EXP + 1, max(cells))
+    load.width, load.launch, load.launches = launched.width, launched.launch, launched.launches
+    b = bucket_of(bucket)
+    row = (model.get("prefill_launch_ms") or {}).get(str(bucket)) or {}
+    load.batches[b] = row.get("batches_per_step", 0.0)
+    for k, value in row.items():
+        if k.isdigit():
+            load.launch[b * load.width + int(k)] = value[0] / 1000.0
+            load.launches[b * load.width + int(k)] = value[1]
+    times = [cells.get(k, 0.0) for k in range(load.width)]
+    out = [["k", "E_k", "step_ms", "prefill_ms", "launch_ms", "goodput", "goodput_with_launch"]]
+    for k, t in sorted(cells.items()):
+        e = expected(per_position, k)
+        p, x = load.per_step(b, e), load.launch_extra(b, k, times)
+        with_launch = load.per_step(b, e, x)
+        out.append([str(k), f"{e:.3f}", f"{1000 * t:.2f}", f"{1000 * p:.2f}",
+                    f"{1000 * (with_launch - p):.2f}", f"{e / (t + p):.1f}",
+                    f"{e / (t + with_launch):.1f}"])
+    return out
+
+
 def rows_of(path: Path) -> List[dict]:
     res = json.loads(path.read_text())
     systems = res.get("systems") or {}
@@ -91,7 +122,18 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="+", type=Path)
     ap.add_argument("--csv", type=Path, default=None, help="also write the rows as CSV")
+    ap.add_argument("--cells", type=int, default=None, metavar="BUCKET",
+                    help="instead: each k's terms and goodput at this batch bucket (64: 33-64)")
     a = ap.parse_args(argv)
+    if a.cells is not None:
+        try:
+            for f in a.files:
+                print(f"{f.name}: the final cost model at bucket {a.cells}")
+                print(_aligned(cells_at(f, a.cells)))
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
+            print(f"error: cannot read bucket {a.cells} of the final table: {e!r}", file=sys.stderr)
+            return 2
+        return 0
     rows = []
     for f in a.files:
         try:

@@ -143,7 +143,7 @@ class GoodputPolicy:
         self.max_switch_share = 0.25
         # Whether a prefill's launch in the decode step beside it is priced (session 37, CPU
         # only: `observe_prefill_launch`). Off: on the H200 (session 38, `call_s37.sh k7`, 64
-        # requests, up to 7 steps) its extra put plain at 6.5 + 1.76 + 1.85 ms a step where the
+        # requests, up to 7 steps) its extra put plain at 6.5 + 1.76 + 1.09 ms a step where the
         # phase clocks read 8.18 with the prefills (48-95 running: the launch counted twice),
         # the policy drafted k = 5 on half a repeat's decisions, and made 0.815x of plain
         # there; without the term the same final table has plain ahead. Measured either way

@@ -5,6 +5,8 @@ import json
 import statistics
 from pathlib import Path
 
+import pytest
+
 from adaptive_spec.bench import model_check
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
@@ -39,3 +41,20 @@ def test_a_sweep_without_the_goodput_server_is_one_line_and_status_2(tmp_path, c
     assert model_check.main([str(f)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no adaptive-spec:goodput final status" in err
+
+
+def test_cells_reproduce_the_policys_own_choice_at_a_bucket(capsys):
+    """--cells on session 38's k7 run at 33-64 running: with the launch term the best k and its
+    gain over plain are what the policy's status reported (`choice_by_bucket`); without it plain
+    leads."""
+    path = RESULTS / "2026-12-05-s38-dense-16-32-64-k7.json"
+    rows = model_check.cells_at(path, 64)[1:]
+    without = {int(r[0]): float(r[5]) for r in rows}
+    with_launch = {int(r[0]): float(r[6]) for r in rows}
+    best = max(with_launch, key=with_launch.get)
+    status = json.loads(path.read_text())["systems"]["adaptive-spec:goodput"]["final_status"][0]
+    k, gain = status["cost_model"]["choice_by_bucket"]["64"]
+    assert best == k and with_launch[best] / with_launch[0] == pytest.approx(gain, abs=0.002)
+    assert max(without, key=without.get) == 0
+    assert model_check.main(["--cells", "48", str(path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
