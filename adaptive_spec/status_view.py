@@ -24,6 +24,8 @@ import urllib.error
 import urllib.request
 from typing import List, Optional
 
+from .policy.step_table import bucket_label, bucket_of
+
 DEFAULT_URL = "http://127.0.0.1:30000"
 ROUTE = "/adaptive_spec/status"
 MAX_WATCH = 100_000  # refreshes at most, whatever --count says (every loop is bounded)
@@ -62,8 +64,7 @@ def rank_statuses(body, system: Optional[str] = None) -> List[Optional[dict]]:
 
 def _bucket_label(key: str) -> str:
     """The table's bucket keys are their largest batch (1, 2, 4, ...): bucket 8 holds 5-8."""
-    top = int(key)
-    return str(top) if top <= 2 else f"{top // 2 + 1}-{top}"
+    return bucket_label(bucket_of(int(key)))
 
 
 def _by_bucket(rows: dict) -> list:

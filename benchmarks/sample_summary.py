@@ -35,7 +35,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, List
 
-from adaptive_spec.policy.step_table import bucket_of
+from adaptive_spec.policy.step_table import bucket_label, bucket_of
 from adaptive_spec.sample_log import AFTER_PREFILL, DROPPED, GREW, SWITCHED, UNSTEADY
 
 from .phase_summary import _aligned, server_name
@@ -111,11 +111,6 @@ def launch_table(rows: List[list]) -> str:
     return _aligned(out)
 
 
-def _bucket_range(b: int) -> str:
-    top = 2 ** b
-    return str(top) if top <= 2 else f"{top // 2 + 1}-{top}"
-
-
 def crossings(rows: List[list]) -> str:
     """Bucket changes between consecutive results, per pair of buckets, and drafting turned on
     or off (k = 0 <-> k > 0), how many of those at a bucket change."""
@@ -128,7 +123,7 @@ def crossings(rows: List[list]) -> str:
         if (k0 > 0) != (k1 > 0):
             flips += 1
             flips_at_change += b0 != b1
-    pairs = "  ".join(f"{_bucket_range(a)} <-> {_bucket_range(b)}: {n}"
+    pairs = "  ".join(f"{bucket_label(a)} <-> {bucket_label(b)}: {n}"
                       for (a, b), n in sorted(edges.items()))
     return (f"{len(rows)} results; bucket changes {sum(edges.values())}"
             + (f" ({pairs})" if pairs else "")

@@ -26,6 +26,12 @@ def bucket_of(batch_size: int) -> int:
     return min(MAX_BUCKET_EXP, (max(1, batch_size) - 1).bit_length())
 
 
+def bucket_label(bucket: int) -> str:
+    """The batch sizes a bucket holds, as text: 1, 2, 3-4, 5-8, ..."""
+    top = 2 ** bucket
+    return str(top) if top <= 2 else f"{top // 2 + 1}-{top}"
+
+
 class StepTimeTable:
     """t(bucket, k): mean seconds per decode step, with sample counts."""
 
