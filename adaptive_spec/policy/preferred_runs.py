@@ -76,7 +76,7 @@ class PreferredRuns:
         least its length so far; inf where no such run has finished. Keyed by bucket: runs
         that flapped at one bucket's edge say nothing of a load that drops to another (in
         simulation, one mean for all had a drop to 4 requests after a flapping phase at 28-36
-        wait 19-99 decisions before drafting, the switch's price over the gain)."""
+        wait before drafting until the gain had earned the switch's price)."""
         if self.state == drafting:
             mean = self.mean.get((drafting, self.began_at), math.inf)
             return max(mean, self.clock - self.since)

@@ -287,9 +287,8 @@ def test_where_static_drafting_wins_the_alternation_it_stays_drafting_through_th
 def test_after_flapping_at_an_edge_a_drop_to_a_small_batch_drafts_at_once():
     """Issue 5's "follows within 5 decode steps", after a phase at the 28 <-> 36 edge where the
     short runs kept the policy in plain: a drop to 4 requests (drafting ~1.5x) turns drafting on
-    at once, whatever a switch costs. With one run mean for every bucket it waited 19-99
-    decisions (the price over the gain, at 10-100 ms a switch); runs are kept by the bucket
-    they began at."""
+    at once, whatever a switch costs. With one run mean for every bucket it waited until the
+    gain had earned the switch's price; runs are kept by the bucket they began at."""
     def cost(bs):
         if bs <= 8:
             return (0.004 + 0.00004 * bs, 0.0055 + 0.00012 * bs, 0.006 + 0.0002 * bs,
