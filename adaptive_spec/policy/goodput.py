@@ -451,8 +451,9 @@ class GoodputPolicy:
         decisions (each k's step time weighted by the decisions there) beats `cur`'s by the
         margin with `share` (the price over the default horizon) paid. Asked only where the
         switch pays over the default horizon (so at a steady batch, session 34's rule stands).
-        In simulation, without it the choice stuck wherever the first short runs left it (at
-        alternations where static drafting made 1.07x of plain, the policy sat in plain).
+        Without it the choice sticks wherever the first short runs left it: in plain, say, at
+        alternations where static drafting makes 1.07x of plain (`policy_sim`'s bucket-edge
+        costs).
         What it cannot see: a choice that moves the batch. Closed-loop clients at 34 whose next
         request joins a few steps after the last finished sit mostly at 33-34 running when plain and
         lower when drafting (requests finish sooner); the mix seen under plain favours plain,
