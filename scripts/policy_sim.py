@@ -23,6 +23,10 @@ the same scenarios, for the before/after pairs. Scenarios:
   next request joining 2-8 decode steps after the last one finished, so the running batch
   fluctuates below the client count, across the 32 / 33 edge at 34-36 clients; goodput's
   tokens per second against the better static choice, on the same cost shapes.
+- steady-busy (session 39): costs from session 38's `be64` final table (dense pair, dial 0.7,
+  H200: k = 1..3 at 2.5-3x a plain step at 33-128 running, a switch on 133 / 162 ms), 6,000
+  decisions at a steady 56 / 72 / 100 running, or after a ramp from 1 over 200 decisions:
+  goodput's tokens per second against static plain, switches on, drafting decisions by reason.
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -84,6 +88,7 @@ def main() -> int:
     k7_h200(simulate)
     bucket_edge()
     closed_loop()
+    steady_busy()
     return 0
 
 
@@ -203,6 +208,48 @@ def closed_loop() -> None:
             print(f"closed-loop busy={busy} idle={idle} switch={sw * 1000:.0f}ms "
                   f"clients={clients}: {switches} switches on, {rate / max(plain, drafting):.3f} of the better static "
                   f"(k=3 / plain static {drafting / plain:.3f})")
+
+
+# session 38's `be64` final table (ms per step, k = 0..3, by the bucket's upper batch size) and
+# its switch-on prices (s): `call_s38.sh be64`'s run log, benchmarks/results/2026-12-05-s38-run-be64.log
+BE64_MS = {1: (4.49, 5.73, 6.51, 7.12), 2: (5.41, 6.0, 6.5, 6.93), 4: (4.98, 6.17, 6.50, 7.16),
+           8: (4.96, 7.56, 7.78, 8.08), 16: (5.09, 8.84, 9.46, 9.80),
+           32: (5.36, 11.57, 12.49, 12.31), 64: (5.79, 14.41, 16.81, 17.09),
+           128: (5.92, 15.53, 17.21, 20.82)}
+BE64_SWITCH_S = {1: 0.003, 2: 0.003, 4: 0.010, 8: 0.004, 16: 0.084, 32: 0.043, 64: 0.133,
+                 128: 0.162}
+
+
+def steady_busy() -> None:
+    """Session 39: a busy batch where plain wins, the price of refreshing drafting cells."""
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.controller import Controller
+    from tests.unit.test_switch_cost import run_switching, static_rate
+
+    def upper(bs):
+        return min((b for b in BE64_MS if b >= bs), default=128)
+
+    def cost(bs):
+        return tuple(ms / 1000 for ms in BE64_MS[upper(bs)])
+
+    for n in (56, 72, 100):
+        for ramp in (False, True):
+            for seed in range(3):
+                loads = [max(1, n * i // 200) for i in range(1, 201)] if ramp else []
+                loads += [n] * 6000
+                ctl, reasons = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3)), Counter()
+                decide = ctl.decide
+
+                def counting(bs, decide=decide, reasons=reasons):
+                    d = decide(bs)
+                    if d.steps > 0:
+                        reasons[f"{d.steps}:{d.reason}"] += 1
+                    return d
+                ctl.decide = counting
+                _, rate, switches = run_switching(ctl, loads, cost, BE64_SWITCH_S[upper(n)], seed)
+                print(f"steady-busy running={n} {'ramp' if ramp else 'flat'} seed={seed}: "
+                      f"{rate / static_rate(loads, cost, 0):.3f} of static plain, {switches} "
+                      f"switches on, drafting decisions {dict(sorted(reasons.items()))}")
 
 
 if __name__ == "__main__":

@@ -170,6 +170,9 @@ class GoodputPolicy:
         self.hopeless_probes = 3  # ... until it has been probed this often and still cannot win
         self.explore_interval = 16
         self.refresh_interval = 1024  # re-measure a non-chosen k of a filled bucket (~0.5%)
+        # ... and, where it needs a switch on, once the switch's price fits this share of the
+        # time since that cell's last probe here (`_refresh_paid`)
+        self.refresh_budget = 0.005
         # While drafting, another filled drafting k is refreshed as often as its cost allows
         # (`_drafting_refresh`): the goodput its steps lose may take this share of the decisions,
         # and no cell is refreshed more often than every `drafting_refresh_gap` decisions
@@ -379,7 +382,8 @@ class GoodputPolicy:
         times, candidates, goodput = self._goodput_at(bucket, expected)
         self._last_goodput, self._last_expected, self._last_times = goodput, expected, times
         self.runs.observe(_argmax(candidates, goodput) > 0, bucket)
-        probe = self._probe(bucket, expected, goodput, goodput[_argmax(candidates, goodput)])
+        probe = self._probe(bucket, expected, times, goodput,
+                            goodput[_argmax(candidates, goodput)])
         if probe is not None:
             return Decision(probe, self._probe_reason)
         best, reason = self._choose(bucket, times, candidates, goodput, expected)
@@ -503,11 +507,12 @@ class GoodputPolicy:
             view = self._bucket_cache[bucket] = (times, candidates, launch)
         return view
 
-    def _probe(self, bucket: int, expected: list[float], goodput: list, best: float) -> Optional[int]:
+    def _probe(self, bucket: int, expected: list[float], times: list, goodput: list,
+               best: float) -> Optional[int]:
         """Short probes of under-sampled k at this bucket, rarely, smallest k first, and only
         of a k that could still beat `best`, the best goodput among the k that may be chosen
-        (`goodput`: each k's estimate; identical on every rank: the table only changes at
-        syncs). Smallest first: each measured k raises the floor of every larger one, so at a
+        (`times`, `goodput`: each k's step time and goodput estimate; identical on every rank:
+        the table only changes at syncs). Smallest first: each measured k raises the floor of every larger one, so at a
         batch where drafting loses, the expensive long chains are never probed."""
         if self._probe_left > 0:
             self._probe_left -= 1
@@ -564,7 +569,8 @@ class GoodputPolicy:
                                             and self.table.samples(bucket, k) < self.trusted_samples
                                             and self._probes.get((bucket, k), (0, 0))[0]
                                             < self.hopeless_probes
-                                            and self.bounded_goodput(bucket, k, expected) >= best))]
+                                            and self.bounded_goodput(bucket, k, expected) >= best))
+                      and self._refresh_paid(bucket, k, times)]
             if not others:
                 return None
             k = max(others, key=lambda k: (self.table.staleness(bucket, k), -k))
@@ -582,6 +588,25 @@ class GoodputPolicy:
         started, _ = self._probes.get((bucket, k), (0, 0))
         self._probes[(bucket, k)] = (started + 1, self._decisions)
         return self._start_probe(k, self.probe_len, sync_after)
+
+    def _refresh_paid(self, bucket: int, k: int, times: list) -> bool:
+        """Whether a refresh of the filled cell k that turns drafting on from plain (or plain on
+        from drafting, which ends in a switch back on) has been paid for: the switch on's
+        catch-up (`switch_cost`) fits `refresh_budget` of the chosen k's time since k's last
+        probe or refresh here. Its steps' loss is not priced: `refresh_interval` bounds it, and
+        an estimate made of stalls (what a refresh is there to mend) would overstate it. Where a
+        switch is cheap (small batches) `refresh_interval` stays the bound. GPU, session 38
+        (`be64`, dense pair, 56-72 requests, plain chosen on every steady decision): goodput
+        made 0.93-0.98x of plain; on that run's final table (k = 1 at 14.4 ms against plain's
+        5.8 at 33-64 running, a switch on 133 ms) one refresh of a drafting k every 1,024
+        decisions, 7 steps and a catch-up each, cost ~3% of the time in simulation
+        (`policy_sim.py`, `steady-busy` lines)."""
+        cur = self._current
+        if (cur == 0) == (k == 0):
+            return True
+        last = self._probes.get((bucket, k), (0, -10**9))[1]
+        since = self._decisions - last
+        return since * self.refresh_budget * times[cur] >= self.switch.cost(bucket)
 
     def _plain_at_another_context(self, bucket: int) -> bool:
         """While drafting, whether the plain cell is due for a refresh because it was measured

@@ -29,26 +29,9 @@ source scripts/device/common.sh
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
 
-bucket_edge() {  # $1 mode, $2 concurrencies, $3 / $4 the buckets either side of the edge
-  dense_pinned_setup $1
-  export ADAPTIVE_SPEC_SAMPLE_LOG=1
-  sweep 0 $1-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
-    plain,eagle3,adaptive-spec:goodput --concurrency $2 --repeat 2 --time-budget-s 6 \
-    --start-timeout-s 360 --system-args "$GOODPUT" > /tmp/tail-$1.txt
-  grep -h "adaptive_spec samples" /tmp/logs-$1-dense/server-adaptive-spec_goodput.log \
-    > "$OUT/samples-$1.txt"
-  report $1- logs-$1.tar.xz /tmp/tail-$1.txt
-  ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-$1-dense.json \
-      --system adaptive-spec:goodput --of envelope )
-  ( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --crossings "$OUT/samples-$1.txt"
-    python3 -m adaptive_spec.bench.sample_summary --bucket $3 "$OUT/samples-$1.txt" | tail -20
-    python3 -m adaptive_spec.bench.sample_summary --bucket $4 "$OUT/samples-$1.txt" | tail -20 )
-  goodput_cost_model "$OUT"/sweep-$1-dense.json
-}
-
 case "${1:-}" in
-be) bucket_edge be 24,36,40 32 64 ;;
-be64) bucket_edge be64 56,68,72 64 128 ;;
+be) sampled_goodput_sweep be 24,36,40 32 64 ;;
+be64) sampled_goodput_sweep be64 56,68,72 64 128 ;;
 l64)
   dense_pinned_setup $1
   sweep 0 l64-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \

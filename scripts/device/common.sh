@@ -345,3 +345,23 @@ for path in sys.argv[1:]:
     print(path.split("/")[-1], "switches", fs[0].get("switches"))
 PY
 }
+
+# Plain, eagle3 (3 steps) and goodput on the dense pair (dial 0.7), 2 passes, the goodput server's
+# step-time samples logged (ADAPTIVE_SPEC_SAMPLE_LOG=1) and summed up: $1 mode, $2 concurrencies,
+# $3 / $4 two buckets whose samples are tabled. Session 38 (call_s38.sh be / be64), session 39.
+sampled_goodput_sweep() {
+  dense_pinned_setup $1
+  export ADAPTIVE_SPEC_SAMPLE_LOG=1
+  sweep 0 $1-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
+    plain,eagle3,adaptive-spec:goodput --concurrency $2 --repeat 2 --time-budget-s 6 \
+    --start-timeout-s 360 --system-args "$GOODPUT" > /tmp/tail-$1.txt
+  grep -h "adaptive_spec samples" /tmp/logs-$1-dense/server-adaptive-spec_goodput.log \
+    > "$OUT/samples-$1.txt"
+  report $1- logs-$1.tar.xz /tmp/tail-$1.txt
+  ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-$1-dense.json \
+      --system adaptive-spec:goodput --of envelope )
+  ( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --crossings "$OUT/samples-$1.txt"
+    python3 -m adaptive_spec.bench.sample_summary --bucket $3 "$OUT/samples-$1.txt" | tail -20
+    python3 -m adaptive_spec.bench.sample_summary --bucket $4 "$OUT/samples-$1.txt" | tail -20 )
+  goodput_cost_model "$OUT"/sweep-$1-dense.json
+}
