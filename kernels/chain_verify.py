@@ -1211,8 +1211,8 @@ def _greedy_plan(bsz, d, v, elem_size, sms, block_size, num_slices, num_warps, l
 # Greedy "rows" launches of many rows: more programs than one wave, each slice at least
 # GREEDY_MIN_SLICE elements; the programs of later rows then start after earlier rows may have
 # flagged their request's mismatch and skip their reads. GPU time on the H200 (session 23,
-# CUDA graphs of 20 calls, benchmarks/results/2026-12-01-s23-greedy-finalists.json, drafts
-# right w.p. 0.7): 25.9 us against 29.0 with 8 programs per SM at B = 64, k = 3, V = 128,256
+# CUDA graphs of 20 calls, benchmarks/results/2026-12-01-s23-greedy-finalists.json, in the
+# git history since session 39 (RESULTS-HISTORY.md says how to get it), drafts right w.p. 0.7): 25.9 us against 29.0 with 8 programs per SM at B = 64, k = 3, V = 128,256
 # (SGLang's path 51.8), 100.8 against 151.3 at B = 256, k = 7; with every draft right, where
 # every row is read, 29.3 against 29.1 (at most 4% slower, at B = 256, V = 32,000). Below
 # GREEDY_MANY_ROWS rows 8 programs per SM stayed best (more, thinner slices cost up to 1.3x).
