@@ -302,3 +302,40 @@ def test_after_flapping_at_an_edge_a_drop_to_a_small_batch_drafts_at_once():
         assert edge[-600:].count(0) >= 550  # it sat in plain at the edge
         drop, _, _ = run_switching(ctl, [4] * 300, cost, switch_s, 2)
         assert next(i for i, k in enumerate(drop) if k > 0) <= 5, drop[:20]
+
+
+def test_at_a_busy_batch_where_plain_wins_drafting_cells_are_not_refreshed_at_a_switch_each():
+    """GPU, session 38 (`be64`, dense pair, 56-72 requests): plain was chosen on every steady
+    decision and goodput made 0.93-0.98x of plain. On that run's final table (k = 1..3 at 2.5-3x
+    a plain step, a switch on 133 ms) a refresh of a drafting k every 1,024 decisions, 7 steps
+    and a catch-up each, cost ~3% (0.966-0.968x of static plain in simulation, 6 switches on in
+    6,000 decisions). Priced, a refresh waits until its switch fits 0.5% of the time since."""
+    def cost(bs):
+        return (0.0058, 0.0144, 0.0168, 0.0171)
+
+    for seed in range(3):
+        ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+        chosen, rate, switches = run_switching(ctl, [72] * 6000, cost, 0.133, seed)
+        refreshes = ctl.policy._probes
+        assert switches <= 3, (seed, switches, refreshes)  # two probes, one refresh
+        assert rate >= 0.985 * static_rate([72] * 6000, cost, 0), seed
+        assert sum(1 for k in chosen if k) <= 7 * switches  # probes and refreshes only
+
+
+def test_where_a_switch_on_is_cheap_a_drafting_cell_is_still_refreshed_every_interval():
+    """The price only stretches refreshes where a switch costs much: at one request, where a
+    switch on cost 3 ms on the H200 (session 38), a drafting cell that could still win is
+    refreshed at each `refresh_interval` as before (GPU, session 27: plain chosen while k = 3,
+    refreshed by no rule, made 1.34x)."""
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    times, goodput = [0.0045, 0.0057, 0.0065, 0.0071], [1.0, 0.9, 0.9, 0.9]
+    pol._current = 0
+    pol.switch.observe(bucket_of(1), 0.003)
+    pol.switch.merge(pol.switch.local_vector())
+    pol._probes[(bucket_of(1), 3)] = (1, 0)
+    pol._decisions = pol.refresh_interval
+    assert pol._refresh_paid(bucket_of(1), 3, times)
+    pol.switch.observe(bucket_of(1), 0.133)  # a busy batch's price: waits ~5,000 decisions
+    pol.switch.merge(pol.switch.local_vector())
+    assert not pol._refresh_paid(bucket_of(1), 3, times)
+    assert pol._refresh_paid(bucket_of(1), 0, times) is True  # plain from plain: no switch
