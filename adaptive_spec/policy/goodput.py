@@ -171,8 +171,10 @@ class GoodputPolicy:
         self.explore_interval = 16
         self.refresh_interval = 1024  # re-measure a non-chosen k of a filled bucket (~0.5%)
         # ... and, where it needs a switch on, once the switch's price fits this share of the
-        # time since that cell's last probe here (`_refresh_paid`)
+        # time since the last probe here that needed one (`_switch_paid`); a repeated probe
+        # of a cell still under-sampled, once it fits this one
         self.refresh_budget = 0.005
+        self.reprobe_budget = 0.01
         # While drafting, another filled drafting k is refreshed as often as its cost allows
         # (`_drafting_refresh`): the goodput its steps lose may take this share of the decisions,
         # and no cell is refreshed more often than every `drafting_refresh_gap` decisions
@@ -532,7 +534,9 @@ class GoodputPolicy:
         self._accept_probe = (self._accept_probe[0], self.refresh_interval)
         under = [k for k in range(self.max_steps + 1)
                  if self.table.samples(bucket, k) < self.min_samples and could_win(k)
-                 and self._probe_due(bucket, k)]
+                 and self._probe_due(bucket, k)
+                 and (self._probes.get((bucket, k), (0, 0))[0] == 0
+                      or self._switch_paid(bucket, k, times, self.reprobe_budget))]
         sync_after = True
         if under:
             # k=0 first: every estimate at this bucket scales from it, and an off step is
@@ -570,7 +574,7 @@ class GoodputPolicy:
                                             and self._probes.get((bucket, k), (0, 0))[0]
                                             < self.hopeless_probes
                                             and self.bounded_goodput(bucket, k, expected) >= best))
-                      and self._refresh_paid(bucket, k, times)]
+                      and self._switch_paid(bucket, k, times, self.refresh_budget)]
             if not others:
                 return None
             k = max(others, key=lambda k: (self.table.staleness(bucket, k), -k))
@@ -589,24 +593,27 @@ class GoodputPolicy:
         self._probes[(bucket, k)] = (started + 1, self._decisions)
         return self._start_probe(k, self.probe_len, sync_after)
 
-    def _refresh_paid(self, bucket: int, k: int, times: list) -> bool:
-        """Whether a refresh of the filled cell k that turns drafting on from plain (or plain on
-        from drafting, which ends in a switch back on) has been paid for: the switch on's
-        catch-up (`switch_cost`) fits `refresh_budget` of the chosen k's time since k's last
-        probe or refresh here. Its steps' loss is not priced: `refresh_interval` bounds it, and
-        an estimate made of stalls (what a refresh is there to mend) would overstate it. Where a
-        switch is cheap (small batches) `refresh_interval` stays the bound. GPU, session 38
-        (`be64`, dense pair, 56-72 requests, plain chosen on every steady decision): goodput
-        made 0.93-0.98x of plain; on that run's final table (k = 1 at 14.4 ms against plain's
-        5.8 at 33-64 running, a switch on 133 ms) one refresh of a drafting k every 1,024
-        decisions, 7 steps and a catch-up each, cost ~3% of the time in simulation
-        (`policy_sim.py`, `steady-busy` lines)."""
+    def _switch_paid(self, bucket: int, k: int, times: list, budget: float) -> bool:
+        """Whether a probe or refresh of k that turns drafting on from plain (or plain on from
+        drafting, which ends in a switch back on) has been paid for: the switch on's catch-up
+        (`switch_cost`) fits `budget` of the chosen k's time since the last probe here that
+        needed a switch too (of any k: the budget is the bucket's). The steps' loss is not
+        priced: `refresh_interval` and `_probe_due` bound it, and an estimate made of stalls
+        (what a refresh is there to mend) would overstate it. Where a switch is cheap (small
+        batches) those stay the bounds. A cell's first probe is not asked (its caller): the
+        table must learn each bucket once.
+        GPU, session 38 (`be64`, dense pair, 56-72 requests, plain chosen on every steady
+        decision): goodput made 0.93-0.98x of plain; its sample log holds 11 runs of 3-7
+        drafting steps from plain at 56-72 running in 6 levels (~5,900 decisions, so at most 6
+        refreshes), each after a catch-up (133 ms a switch on at 33-64 running;
+        `-samples-be64.txt`). On that run's final table one refresh of a drafting k every
+        1,024 decisions cost ~3% in simulation (`policy_sim.py`, `steady-busy` lines)."""
         cur = self._current
-        if (cur == 0) == (k == 0):
+        if cur is None or (cur == 0) == (k == 0):
             return True
-        last = self._probes.get((bucket, k), (0, -10**9))[1]
-        since = self._decisions - last
-        return since * self.refresh_budget * times[cur] >= self.switch.cost(bucket)
+        last = max(self._probes.get((bucket, j), (0, -10**9))[1]
+                   for j in range(self.max_steps + 1) if (j == 0) == (k == 0))
+        return (self._decisions - last) * budget * times[cur] >= self.switch.cost(bucket)
 
     def _plain_at_another_context(self, bucket: int) -> bool:
         """While drafting, whether the plain cell is due for a refresh because it was measured

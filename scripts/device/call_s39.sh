@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Session 39. One H200, SGLang's defaults (breakable prefill CUDA graphs on every server), dense
 # 8B pair, dial 0.7, --stream-interval 4, schedulers pinned, lossless checked per row.
-#   busy (~8 min) goodput where plain wins, after session 39 priced a refresh's switch on
-#      (`GoodputPolicy._refresh_paid`; session 38's `be64` ran plain on every steady decision
-#      and made 0.93-0.98x of plain at 56-72, ~3% of it a refresh of a drafting k every 1,024
-#      decisions in simulation): plain, eagle3 (3 steps) and goodput at 56, 72 and 128, 2
+#   busy (~8 min) goodput where plain wins, after session 39 priced the switch on of refreshes
+#      and repeated probes (`GoodputPolicy._switch_paid`; session 38's `be64` ran plain on every
+#      steady decision and made 0.93-0.98x of plain at 56-72, ~3% of it a refresh of a
+#      drafting k every 1,024 decisions in simulation): plain, eagle3 (3 steps) and goodput at 56, 72 and 128, 2
 #      passes, the goodput server's step-time samples logged. Read with `adaptive-spec-bench
 #      paired FILE --system adaptive-spec:goodput --of envelope`; the decisions by reason are
 #      in the run log's per-level lines.
