@@ -23,6 +23,12 @@ first alone ("extra", what policy/prefill_load.py prices; session 37, from sessi
 How often consecutive results changed batch bucket, per pair of buckets, and how often drafting
 turned on or off, how many of those at a bucket change: a policy that flaps at a bucket's edge
 (session 38, policy/preferred_runs.py) turns drafting on and off at most of its crossings.
+
+  python -m adaptive_spec.bench.sample_summary --drafting-runs server-*.log
+
+Per batch bucket: the runs of drafting results that began right after a plain one (each a switch
+on, its catch-up included), their count, results and ms in all, and their lengths; at a batch
+where plain wins those are probes and refreshes (session 39, GoodputPolicy._switch_paid).
 """
 from __future__ import annotations
 
@@ -130,6 +136,28 @@ def crossings(rows: List[list]) -> str:
             + f"; drafting turned on or off {flips} times, {flips_at_change} at a bucket change")
 
 
+def drafting_runs(rows: List[list]) -> str:
+    """Runs of drafting results (k > 0) that began right after a plain one (k = 0), by the
+    bucket of their first result: how many, their results and ms in all, and each one's
+    length in results (in order)."""
+    runs: Dict[int, List[tuple]] = {}
+    i = 1
+    while i < len(rows):
+        if rows[i - 1][1] == 0 and rows[i][1] > 0:
+            j = i
+            while j < len(rows) and rows[j][1] > 0:
+                j += 1
+            runs.setdefault(bucket_of(rows[i][0]), []).append((j - i, sum(r[2] for r in rows[i:j])))
+            i = j
+        else:
+            i += 1
+    out = [["bucket", "runs", "results", "ms", "lengths"]]
+    for b in sorted(runs):
+        out.append([bucket_label(b), str(len(runs[b])), str(sum(n for n, _ in runs[b])),
+                    f"{sum(ms for _, ms in runs[b]):.1f}", " ".join(str(n) for n, _ in runs[b])])
+    return _aligned(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+", type=Path)
@@ -140,6 +168,8 @@ def main(argv=None) -> int:
     ap.add_argument("--crossings", action="store_true",
                     help="instead: bucket changes between consecutive results, and drafting "
                          "turned on or off at them")
+    ap.add_argument("--drafting-runs", action="store_true",
+                    help="instead: per bucket, the runs of drafting results begun after a plain one")
     a = ap.parse_args(argv)
     missing = [str(p) for p in a.logs if not p.is_file()]
     if missing:
@@ -152,6 +182,9 @@ def main(argv=None) -> int:
         rows = samples(p.read_text(errors="replace"))
         if rows and a.crossings:
             print(f"{server_name(p)}: {crossings(rows)}")
+        elif rows and a.drafting_runs:
+            print(f"{server_name(p)}: runs of drafting begun after a plain result")
+            print(drafting_runs(rows))
         elif rows and a.launches:
             print(f"{server_name(p)}: decode samples beside a prefill's launch, ms")
             print(launch_table(rows))

@@ -140,3 +140,18 @@ def test_crossings_count_bucket_changes_and_the_switches_at_them(tmp_path, capsy
     assert capsys.readouterr().out.strip() == (
         "adaptive-spec_goodput: 6 results; bucket changes 4 (17-32 <-> 33-64: 3  "
         "33-64 <-> 65-128: 1); drafting turned on or off 4 times, 3 at a bucket change")
+
+
+def test_drafting_runs_are_counted_from_each_switch_on_by_their_first_bucket(tmp_path, capsys):
+    """Two runs from plain at 33-64 (3 and 1 results) and one at 17-32; drafting from the
+    first result on is no switch on."""
+    rows = [[30, 3, 11.0, 0], [34, 0, 6.0, 0], [34, 3, 16.0, 0], [36, 3, 16.0, 0],
+            [30, 3, 11.0, 0], [30, 0, 5.0, 0], [30, 2, 10.0, 0], [40, 0, 6.0, 0],
+            [40, 1, 14.0, 0]]
+    log = tmp_path / "server-adaptive-spec_goodput.log"
+    log.write_text(f"[t] adaptive_spec samples rank=0 rows={json.dumps(rows)}\n")
+    assert ss.main([str(log), "--drafting-runs"]) == 0
+    lines = [ln.split() for ln in capsys.readouterr().out.strip().splitlines()]
+    assert lines[1] == ["bucket", "runs", "results", "ms", "lengths"]
+    assert lines[2] == ["17-32", "1", "1", "10.0", "1"]
+    assert lines[3] == ["33-64", "2", "4", "57.0", "3", "1"]
