@@ -604,9 +604,9 @@ class GoodputPolicy:
         table must learn each bucket once.
         GPU, session 38 (`be64`, dense pair, 56-72 requests, plain chosen on every steady
         decision): goodput made 0.93-0.98x of plain; its sample log holds 11 runs of 3-7
-        drafting steps from plain at 56-72 running in 6 levels (~5,900 decisions, so at most 6
-        refreshes), each after a catch-up (133 ms a switch on at 33-64 running;
-        `-samples-be64.txt`). On that run's final table one refresh of a drafting k every
+        drafting results begun after a plain one at 33-128 running in 6 levels (~5,900
+        decisions, so at most 6 refreshes), each after a catch-up (133 ms a switch on at 33-64
+        running; `sample_summary --drafting-runs`, `2026-12-05-s39-drafting-runs-be64.txt`). On that run's final table one refresh of a drafting k every
         1,024 decisions cost ~3% in simulation (`policy_sim.py`, `steady-busy` lines)."""
         cur = self._current
         if cur is None or (cur == 0) == (k == 0):
