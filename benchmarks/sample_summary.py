@@ -169,7 +169,8 @@ def main(argv=None) -> int:
                     help="instead: bucket changes between consecutive results, and drafting "
                          "turned on or off at them")
     ap.add_argument("--drafting-runs", action="store_true",
-                    help="instead: per bucket, the runs of drafting results begun after a plain one")
+                    help="instead: per bucket, the runs of drafting results begun after a "
+                         "plain one")
     a = ap.parse_args(argv)
     missing = [str(p) for p in a.logs if not p.is_file()]
     if missing:

@@ -514,8 +514,9 @@ class GoodputPolicy:
         """Short probes of under-sampled k at this bucket, rarely, smallest k first, and only
         of a k that could still beat `best`, the best goodput among the k that may be chosen
         (`times`, `goodput`: each k's step time and goodput estimate; identical on every rank:
-        the table only changes at syncs). Smallest first: each measured k raises the floor of every larger one, so at a
-        batch where drafting loses, the expensive long chains are never probed."""
+        the table only changes at syncs). Smallest first: each measured k raises the floor of
+        every larger one, so at a batch where drafting loses, the expensive long chains are
+        never probed."""
         if self._probe_left > 0:
             self._probe_left -= 1
             return self._probe_k
@@ -606,8 +607,9 @@ class GoodputPolicy:
         decision): goodput made 0.93-0.98x of plain; its sample log holds 11 runs of 3-7
         drafting results begun after a plain one at 33-128 running in 6 levels (~5,900
         decisions, so at most 6 refreshes), each after a catch-up (133 ms a switch on at 33-64
-        running; `sample_summary --drafting-runs`, `2026-12-05-s39-drafting-runs-be64.txt`). On that run's final table one refresh of a drafting k every
-        1,024 decisions cost ~3% in simulation (`policy_sim.py`, `steady-busy` lines)."""
+        running; `sample_summary --drafting-runs`, `2026-12-05-s39-drafting-runs-be64.txt`).
+        On that run's final table one refresh of a drafting k every 1,024 decisions cost ~3%
+        in simulation (`policy_sim.py`, `steady-busy` lines)."""
         cur = self._current
         if cur is None or (cur == 0) == (k == 0):
             return True

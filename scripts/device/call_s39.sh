@@ -22,7 +22,8 @@ GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"
 case "${1:-}" in
 busy)
   sampled_goodput_sweep busy 56,68,128 64 128
-  ( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --drafting-runs "$OUT/samples-busy.txt" )
+  ( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --drafting-runs \
+      "$OUT/samples-busy.txt" )
   ;;
 *)
   say "usage: $0 busy|be|be64|l64|k7|k9|kb|lc|dl"; exit 2

@@ -338,7 +338,8 @@ def test_where_a_switch_on_is_cheap_a_drafting_cell_is_still_refreshed_every_int
     pol.switch.observe(bucket_of(1), 0.133)  # a busy batch's price: waits ~5,000 decisions
     pol.switch.merge(pol.switch.local_vector())
     assert not pol._switch_paid(bucket_of(1), 3, times, pol.refresh_budget)
-    assert pol._switch_paid(bucket_of(1), 0, times, pol.refresh_budget) is True  # plain from plain: no switch
+    # plain from plain: no switch
+    assert pol._switch_paid(bucket_of(1), 0, times, pol.refresh_budget) is True
 
 
 def test_a_busy_batchs_cell_whose_probes_never_fill_is_not_reprobed_at_a_switch_each():
