@@ -613,9 +613,15 @@ class GoodputPolicy:
         cur = self._current
         if cur is None or (cur == 0) == (k == 0):
             return True
+        since = self._since_switching_probe(bucket, k)
+        return since * budget * times[cur] >= self.switch.cost(bucket)
+
+    def _since_switching_probe(self, bucket: int, k: int) -> float:
+        """Decisions since the last probe or refresh at this bucket on k's side of the switch
+        (k = 0, or any drafting k): the one whose switch a probe of k would repeat."""
         last = max(self._probes.get((bucket, j), (0, -10**9))[1]
                    for j in range(self.max_steps + 1) if (j == 0) == (k == 0))
-        return (self._decisions - last) * budget * times[cur] >= self.switch.cost(bucket)
+        return self._decisions - last
 
     def _plain_at_another_context(self, bucket: int) -> bool:
         """While drafting, whether the plain cell is due for a refresh because it was measured
@@ -634,7 +640,7 @@ class GoodputPolicy:
         # should the context keep moving (GPU, session 36: 140-160 ms a switch at 64 requests)
         gap = max(self.drafting_refresh_gap,
                   self.switch.cost(bucket) / (0.02 * self.step_time(bucket, self._current)))
-        return self._decisions - self._probes.get((bucket, 0), (0, -10**9))[1] >= gap
+        return self._since_switching_probe(bucket, 0) >= gap
 
     def _drafting_refresh(self, bucket: int, goodput: list, could_win: Callable) -> Optional[int]:
         """While drafting, a filled drafting k that could still win and is not settled yet

@@ -36,10 +36,7 @@ long_chains() {  # $1 mode, $2 draft name (dial-0.7 | dial-0.9), $3 concurrencie
     --repeat 2 --time-budget-s 6 --start-timeout-s 360 --system-args "$GOODPUT" "${LONG[@]}" \
     > /tmp/tail-$1.txt
   report $1- logs-$1.tar.xz /tmp/tail-$1.txt
-  for of in envelope envelope,adaptive-spec:forced-on; do
-    ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-$1-dense.json \
-        --system adaptive-spec:goodput --of $of )
-  done
+  goodput_paired "$OUT"/sweep-$1-dense.json envelope envelope,adaptive-spec:forced-on
   phases /tmp/logs-$1-dense --bands 48-95,24-47,12-24 --max-ms-per-step 60 | tail -12
   goodput_cost_model "$OUT"/sweep-$1-dense.json
 }
@@ -61,10 +58,7 @@ kb)
     --time-budget-s 6 --start-timeout-s 360 --system-args "$GOODPUT" --spec-steps 7 \
     > /tmp/tail-kb.txt
   report kb- logs-kb.tar.xz /tmp/tail-kb.txt
-  for of in builtin-adaptive envelope; do
-    ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-kb-dense.json \
-        --system adaptive-spec:goodput --of $of )
-  done
+  goodput_paired "$OUT"/sweep-kb-dense.json builtin-adaptive envelope
   goodput_cost_model "$OUT"/sweep-kb-dense.json
   ;;
 *)

@@ -38,8 +38,7 @@ l64)
     plain,eagle3,adaptive-spec:goodput --concurrency 64 --repeat 2 --time-budget-s 6 \
     --start-timeout-s 360 --system-args "$GOODPUT" --spec-steps 7 > /tmp/tail-l64.txt
   report l64- logs-l64.tar.xz /tmp/tail-l64.txt
-  ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-l64-dense.json \
-      --system adaptive-spec:goodput --of envelope )
+  goodput_paired "$OUT"/sweep-l64-dense.json envelope
   goodput_cost_model "$OUT"/sweep-l64-dense.json
   ;;
 *)

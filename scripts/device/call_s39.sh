@@ -45,10 +45,7 @@ fo)
       "$(grep "Prefill batch" $f | grep -o "cuda graph: [A-Za-z]*" | sort | uniq -c | tr '\n' ';')"
   done
   phases /tmp/logs-fo-dense --bands 40-64,90-130 --fit | tail -12
-  for of in adaptive-spec:forced-off plain; do
-    ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-fo-dense.json \
-        --system adaptive-spec:goodput --of $of )
-  done
+  goodput_paired "$OUT"/sweep-fo-dense.json adaptive-spec:forced-off plain
   goodput_cost_model "$OUT"/sweep-fo-dense.json
   ;;
 *)

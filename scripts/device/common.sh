@@ -346,6 +346,16 @@ for path in sys.argv[1:]:
 PY
 }
 
+# Goodput's paired ratios in sweep JSON $1 against each of the rest (`--of` values: envelope,
+# a system, or several joined by commas)
+goodput_paired() {
+  local file=$1 of; shift
+  for of in "$@"; do
+    ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$file" --system adaptive-spec:goodput \
+        --of "$of" )
+  done
+}
+
 # Plain, eagle3 (3 steps) and goodput on the dense pair (dial 0.7), 2 passes, the goodput server's
 # step-time samples logged (ADAPTIVE_SPEC_SAMPLE_LOG=1) and summed up: $1 mode, $2 concurrencies,
 # $3 / $4 two buckets whose samples are tabled. Session 38 (call_s38.sh be / be64), session 39.
@@ -358,8 +368,7 @@ sampled_goodput_sweep() {
   grep -h "adaptive_spec samples" /tmp/logs-$1-dense/server-adaptive-spec_goodput.log \
     > "$OUT/samples-$1.txt"
   report $1- logs-$1.tar.xz /tmp/tail-$1.txt
-  ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-$1-dense.json \
-      --system adaptive-spec:goodput --of envelope )
+  goodput_paired "$OUT"/sweep-$1-dense.json envelope
   ( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --crossings "$OUT/samples-$1.txt"
     python3 -m adaptive_spec.bench.sample_summary --bucket $3 "$OUT/samples-$1.txt" | tail -20
     python3 -m adaptive_spec.bench.sample_summary --bucket $4 "$OUT/samples-$1.txt" | tail -20 )
