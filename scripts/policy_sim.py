@@ -27,6 +27,9 @@ the same scenarios, for the before/after pairs. Scenarios:
   H200: k = 1..3 at 2.5-3x a plain step at 33-128 running, a switch on 133 / 162 ms), 6,000
   decisions at a steady 56 / 72 / 100 running, or after a ramp from 1 over 200 decisions:
   goodput's tokens per second against static plain, switches on, drafting decisions by reason.
+- unfilled-busy (session 39): the same table's 33-64 row at a steady 72 running, every drafting
+  sample dropped before the table (a cell whose probes never fill it): tokens per second against
+  static plain and switches on, per seed.
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -89,6 +92,7 @@ def main() -> int:
     bucket_edge()
     closed_loop()
     steady_busy()
+    unfilled_busy()
     return 0
 
 
@@ -253,6 +257,26 @@ def steady_busy() -> None:
                 print(f"steady-busy running={n} {'ramp' if ramp else 'flat'} seed={seed}: "
                       f"{rate / static_rate(loads, cost, 0):.3f} of static plain, {switches} "
                       f"switches on, drafting decisions {dict(sorted(reasons.items()))}")
+
+
+def unfilled_busy() -> None:
+    """Session 39: repeated probes of a cell that never fills, each behind a switch on."""
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.controller import Controller
+    from tests.unit.test_switch_cost import run_switching, static_rate
+
+    def cost(bs):
+        return tuple(ms / 1000 for ms in BE64_MS[64])
+
+    loads = [72] * 6000
+    for seed in range(3):
+        ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+        record = ctl.policy.table.record
+        # drafting samples never reach the table
+        ctl.policy.table.record = lambda bs, k, s, rec=record: rec(bs, k, s) if k == 0 else None
+        _, rate, switches = run_switching(ctl, loads, cost, BE64_SWITCH_S[64], seed)
+        print(f"unfilled-busy running=72 seed={seed}: {rate / static_rate(loads, cost, 0):.3f} of "
+              f"static plain, {switches} switches on")
 
 
 if __name__ == "__main__":

@@ -344,11 +344,12 @@ def test_where_a_switch_on_is_cheap_a_drafting_cell_is_still_refreshed_every_int
 
 def test_a_busy_batchs_cell_whose_probes_never_fill_is_not_reprobed_at_a_switch_each():
     """A drafting cell at a busy batch whose probe samples never reach the table (here: all
-    dropped; on the GPU, samples lost beside prefills) is probed again: from plain each probe
+    dropped; on the GPU, the sample log's "dropped" class) is probed again: from plain each probe
     costs a switch on (133 ms at 33-64 running on the H200, session 38). After a cell's first
     probe a repeat waits until the switch's price fits 1% of the time since the bucket's last
     switching probe; before, 4 free probes 16 decisions apart and then a doubling gap up to
-    1,024 decisions made 39 switches on in 6,000 decisions and 0.849x of static plain."""
+    1,024 decisions made 39 switches on in 6,000 decisions and 0.849x of static plain on
+    be64's table (`policy_sim.py`, `unfilled-busy` lines; 5 and 0.976x after)."""
     def cost(bs):
         return (0.0058, 0.0144, 0.0168, 0.0171)
 
