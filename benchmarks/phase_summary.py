@@ -3,7 +3,7 @@ adaptive_spec/sglang_plugin/phase_timing.py): one row per busy window (a sweep l
 server log, wall ms per decode step by phase, so plain and ours line up level by level.
 
   python -m adaptive_spec.bench.phase_summary [--json OUT] [--vs plain] [--bands 48-64,96-128 [--fit]
-      [--max-ms-per-step 40]] server-*.log
+      [--max-ms-per-step 40] [--drafting]] server-*.log
 
 `--bands LO-HI,...` adds one pooled row per server and band of mean running requests, over the
 windows where the server did not draft (`drafting_steps=0`; short windows come from
@@ -14,7 +14,10 @@ squares over the windows (wall ms = a x decode steps + b x prefills; the same fo
 forward call), because a server can have dearer steps or just more prefills per step (session
 32: at 128 requests ours ran 0.29-0.39 prefills a decode step, eager, 22-29 ms of host time each).
 `--max-ms-per-step MS` leaves windows slower than MS wall ms a decode step out of both (session
-32's profiled repeats pooled into its band rows). The last columns (session 33's fields) are the
+32's profiled repeats pooled into its band rows). `--drafting` (with --bands) pools the windows
+where most decode steps drafted instead: a drafting server's steady wall time a step against
+plain's at the same band (session 40: goodput at 60-64 running drafted at 24.5 ms a step where
+its cost model read 23.6 with the prefills). The last columns (session 33's fields) are the
 garbage collector's ms a decode step and its full collections, and the scheduler process's main
 and other threads' CPU a wall second.
 """
@@ -140,22 +143,31 @@ def parse_bands(text: str) -> List[tuple]:
     return bands
 
 
-def _in_bands(path: Path, bands: List[tuple], max_ms_per_step: Optional[float] = None):
+def _drafted(w: dict) -> bool:
+    """Whether most of a window's decode steps drafted (False for an old line without the count)."""
+    return w["drafting_steps"] is not None and 2 * w["drafting_steps"] > w["decode_steps"]
+
+
+def _in_bands(path: Path, bands: List[tuple], max_ms_per_step: Optional[float] = None,
+              drafting: bool = False):
     """(lo, hi, rank 0's windows without drafting whose mean running lies in [lo, hi]) per band;
-    with max_ms_per_step, windows slower than that (wall ms a decode step) are left out."""
-    ws = [w for w in windows(path) if w["rank"] == 0 and w["drafting_steps"] == 0 and w["decode_steps"] > 0
+    with max_ms_per_step, windows slower than that (wall ms a decode step) are left out; with
+    `drafting`, the windows where most steps drafted instead."""
+    ws = [w for w in windows(path) if w["rank"] == 0 and w["decode_steps"] > 0
+          and (_drafted(w) if drafting else w["drafting_steps"] == 0)
           and (max_ms_per_step is None or 1000 * w["window_s"] / w["decode_steps"] <= max_ms_per_step)]
     for lo, hi in bands:
         yield lo, hi, [w for w in ws if lo <= w["mean_running"] <= hi]
 
 
-def pooled(logs: List[Path], bands: List[tuple], max_ms_per_step: Optional[float] = None) -> str:
+def pooled(logs: List[Path], bands: List[tuple], max_ms_per_step: Optional[float] = None,
+           drafting: bool = False) -> str:
     """Per server and band, over its windows without drafting: ms per decode step (all phases
     and by phase, weighted by steps), prefills per decode step, and the windows/steps pooled."""
     head = ["server", "band", "windows", "steps", "pf/step", "ms/step"] + list(COLUMNS) + ["waiting"] + PROCESS
     rows = [head]
     for p in logs:
-        for lo, hi, sel in _in_bands(p, bands, max_ms_per_step):
+        for lo, hi, sel in _in_bands(p, bands, max_ms_per_step, drafting):
             n = sum(w["decode_steps"] for w in sel)
             if not n:
                 continue
@@ -167,7 +179,9 @@ def pooled(logs: List[Path], bands: List[tuple], max_ms_per_step: Optional[float
                          f"{sum(w['prefills'] for w in sel) / n:.3f}",
                          f"{1000 * sum(w['window_s'] for w in sel) / n:.2f}"] + [f"{v:.2f}" for v in by_phase]
                         + [_opt(waiting, ".1f")] + _process_cells(sel))
-    return _aligned(rows) if len(rows) > 1 else "(no window without drafting in any band)"
+    if len(rows) > 1:
+        return _aligned(rows)
+    return "(no drafting window in any band)" if drafting else "(no window without drafting in any band)"
 
 
 def _two_term_fit(xs: List[tuple], ys: List[float]) -> Optional[tuple]:
@@ -213,11 +227,16 @@ def main(argv=None) -> int:
     ap.add_argument("--max-ms-per-step", type=float, metavar="MS",
                     help="with --bands: leave out windows slower than MS wall ms a decode step "
                     "(a profiled repeat, a stall)")
+    ap.add_argument("--drafting", action="store_true",
+                    help="with --bands: also pool the windows where most decode steps drafted")
     a = ap.parse_args(argv)
     try:
         bands = parse_bands(a.bands) if a.bands else []
     except ValueError as exc:
         print(f"error: --bands: {exc}", file=sys.stderr)
+        return 2
+    if a.drafting and not bands:
+        print("error: --drafting: needs --bands", file=sys.stderr)
         return 2
     if a.max_ms_per_step is not None and (not bands or not a.max_ms_per_step > 0):
         print("error: --max-ms-per-step: needs --bands and a positive number of ms", file=sys.stderr)
@@ -235,6 +254,9 @@ def main(argv=None) -> int:
         if a.fit:
             print()
             print(fitted(a.logs, bands, a.max_ms_per_step))
+        if a.drafting:
+            print()
+            print(pooled(a.logs, bands, a.max_ms_per_step, drafting=True))
     if a.json:
         a.json.write_text(json.dumps({server_name(p): windows(p) for p in a.logs}, indent=1))
     return 0

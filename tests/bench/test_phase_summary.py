@@ -78,6 +78,20 @@ def test_bands_pool_only_the_windows_without_drafting(tmp_path):
     assert other[:4] == ["adaptive-spec_goodput", "48-64", "1", "40"]
 
 
+def test_drafting_pools_the_windows_where_most_steps_drafted(tmp_path, capsys):
+    ours = tmp_path / "server-adaptive-spec_goodput.log"
+    ours.write_text(_line(62, 24.0, steps=40, prefills=20, drafting=40)
+                    + _line(62, 9.0, drafting=0)  # plain: left out
+                    + _line(62, 12.0, drafting=10)  # a probe's few drafting steps: left out
+                    + _line(62, 99.0))  # an old line: drafting unknown, left out
+    rows = ps.pooled([ours], ps.parse_bands("60-64"), drafting=True).splitlines()
+    assert rows[1].split()[:5] == ["adaptive-spec_goodput", "60-64", "1", "40", "0.500"]
+    assert ps.main([str(ours), "--drafting"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --drafting: needs --bands"
+    assert ps.main([str(ours), "--bands", "60-64", "--drafting"]) == 0
+    assert "(no window without drafting" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("text", ["64", "64-48", "a-b"])
 def test_a_bad_band_is_one_line_and_exit_2(tmp_path, capsys, text):
     log = tmp_path / "server-plain.log"
