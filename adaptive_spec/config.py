@@ -60,6 +60,10 @@ OFF_PREFILLS = ("spec", "plain")
 # eager prefill of those positions per re-entry) or "auto" (full when the requests have 32
 # stale positions or more on average, else newest: the default).
 CATCHUPS = ("newest", "full", "auto")  # appended: the status wire codes are indices
+# How the goodput policy reads its cost model (session 40, policy/realized.py): "realized" (each
+# step count's modelled goodput scaled by what it delivered at that batch size: the default) or
+# "parts" (the model's parts alone, as before session 40).
+GOODPUT_MODELS = ("realized", "parts")
 
 # Upper bounds that catch typos ("--adaptive-spec-threshold 1e9") without limiting real use.
 MAX_BATCH_LEVEL = 1 << 20
@@ -122,6 +126,7 @@ class AdaptiveSpecConfig:
     plain_kv: str = "lazy"
     off_prefill: str = "plain"
     catchup: str = "auto"
+    goodput_model: str = "realized"
     # Goodput policy: optional TPOT target in milliseconds.
     tpot_slo_ms: Optional[float] = None
 
@@ -256,6 +261,9 @@ class AdaptiveSpecConfig:
                               f"unknown choice {self.off_prefill!r} (choose from {', '.join(OFF_PREFILLS)})")
         if self.catchup not in CATCHUPS:
             raise ConfigError(flag_name("catchup"), f"unknown choice {self.catchup!r} (choose from {', '.join(CATCHUPS)})")
+        if self.goodput_model not in GOODPUT_MODELS:
+            raise ConfigError(flag_name("goodput_model"), f"unknown choice {self.goodput_model!r} "
+                              f"(choose from {', '.join(GOODPUT_MODELS)})")
         if self.tpot_slo_ms is not None:
             _check_float("tpot_slo_ms", self.tpot_slo_ms, 0.01, 1e6)
 
@@ -282,7 +290,8 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
         if isinstance(value, bool):
             return value
         raise ConfigError(flag, f"must be true or false, got {value!r}")
-    if key in ("policy", "force", "fallback", "verify_backend", "off_path", "off_barrier", "plain_kv", "off_prefill", "catchup"):
+    if key in ("policy", "force", "fallback", "verify_backend", "off_path", "off_barrier", "plain_kv", "off_prefill", "catchup",
+               "goodput_model"):
         if isinstance(value, str):
             return value
         raise ConfigError(flag, f"must be a string, got {value!r}")

@@ -194,6 +194,11 @@ class Controller:
         self._switch_on: Optional[tuple] = None  # (batch size, [(priced steps, seconds)]) being gathered
         # (batch size, seconds, launched): see _clock_result
         self._held_off_sample: Optional[tuple] = None
+        # the realized goodput's inputs (`_observe_realized`): prefill wall time since the last
+        # decode result, an off result waiting for the next one's mode, whether the last drafted
+        self._prefill_since_decode = 0.0
+        self._realized_held: Optional[tuple] = None
+        self._realized_drafting: Optional[bool] = None
         # a prefill batch was launched since the last result (overlap scheduler: the next decode
         # result's wall time holds that launch's host work, `_clock_result`)
         self._extend_launched = False
@@ -240,6 +245,8 @@ class Controller:
         # beside it: the goodput policy counts it (policy/prefill_load.py); not across idle gaps
         since = self.timer.elapsed()
         self.timer.restart()
+        if since is not None and self.snapshot.running > 0 and 0.0 < since < MAX_PREFILL_S:
+            self._prefill_since_decode += since
         observe = getattr(self.policy, "observe_prefill", None)
         if (observe is not None and since is not None and self.snapshot.running > 0
                 and 0.0 < since < MAX_PREFILL_S):
@@ -267,16 +274,17 @@ class Controller:
             if mode != "catchup" and accepted is not None:
                 self.staleness.on_drafting_result(steps, accepted, len(correct_drafts_per_req))
             n = len(correct_drafts_per_req)
+            tokens = 1.0 + (accepted or 0) / n if n else 1.0  # `accepted` is None for a plain step
             on_decode = getattr(self.policy, "observe_decode", None)
-            if on_decode is not None and n:  # `accepted` is None for a plain step: 1 token each
-                on_decode(n, 1.0 + (accepted or 0) / n)
+            if on_decode is not None and n:
+                on_decode(n, tokens)
         except Exception as exc:  # never let bookkeeping take the server down
             self.fail(f"result hook: {exc!r}")
             return
         if self._result_open:
-            self._clock_pending = (steps, n, mode)
+            self._clock_pending = (steps, n, mode, tokens)
         else:
-            self._clock_result(steps, n, mode)
+            self._clock_result(steps, n, mode, tokens)
 
     def open_result(self) -> None:
         """SGLang starts processing a decode result (its per-request loop and output follow)."""
@@ -300,7 +308,8 @@ class Controller:
         if pending is not None:
             self._clock_result(*pending)
 
-    def _clock_result(self, steps: int, batch_size: int, mode: Optional[str]) -> None:
+    def _clock_result(self, steps: int, batch_size: int, mode: Optional[str],
+                      tokens: float = 1.0) -> None:
         """Time a decode result. An off step's sample waits for the next result: when that one
         ends the off run (REENTRY_MODES), the off step's time holds the switch's host work
         (the catch-up is launched before the off result is processed) and goes to the switch
@@ -317,6 +326,7 @@ class Controller:
             launched, self._extend_launched = self._extend_launched, False
             dt = measured = self.timer.tick(steps)
             self._gather_switch_on(batch_size, steps, mode, dt, launched)
+            self._observe_realized(batch_size, steps, mode, measured, tokens)
             if mode in REENTRY_MODES or self._unsampled > 0:
                 dt = None
             self._unsampled = max(0, self._unsampled - 1)
@@ -334,6 +344,32 @@ class Controller:
             self.fail(f"result hook: {exc!r}")
             return
         _notify(self.result_listeners, steps, dt)
+
+    def _observe_realized(self, batch_size: int, steps: int, mode: Optional[str],
+                          seconds: Optional[float], tokens: float) -> None:
+        """A decode result's wall time with the prefills since the last one, and the tokens it
+        gave each request, to the policy's realized goodput (policy/realized.py). Left out: the
+        results a switch's catch-up lands in, which switch_cost.py prices (a catch-up or re-entry
+        result, the off result before it, which waits here for that verdict, and the first result
+        after any change between plain and drafting)."""
+        observe = getattr(self.policy, "observe_realized", None)
+        wall = None if seconds is None else seconds + self._prefill_since_decode
+        self._prefill_since_decode = 0.0
+        if observe is None:
+            return
+        held, self._realized_held = self._realized_held, None
+        drafting, was = steps > 0, self._realized_drafting
+        self._realized_drafting = drafting
+        if mode in REENTRY_MODES or batch_size <= 0:
+            return  # and the held off result with it
+        if held is not None:
+            observe(*held)
+        if wall is None or (was is not None and was != drafting):
+            return
+        if drafting:
+            observe(batch_size, steps, wall, tokens)
+        else:
+            self._realized_held = (batch_size, steps, wall, tokens)
 
     def _release_held_off_sample(self, keep: bool) -> None:
         (batch_size, seconds, launched), self._held_off_sample = self._held_off_sample, None

@@ -30,6 +30,11 @@ the same scenarios, for the before/after pairs. Scenarios:
 - unfilled-busy (session 39): the same table's 33-64 row at a steady 72 running, every drafting
   sample dropped before the table (a cell whose probes never fill it): tokens per second against
   static plain and switches on, per seed.
+- hidden-stalls (session 40): 60 running on costs shaped like session 40's H100 table (plain
+  7.43 ms, k = 3 16.8: the model puts k = 3 12% ahead) where 13% of the drafting steps stall
+  2.8x, which the table trims and the wall clock keeps (plain truly ~10% ahead), 4,000
+  decisions: tokens per second against static plain and decisions in plain over the last
+  2,000, with what each k delivered counted (policy/realized.py) and without (`calibrate` off).
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -93,6 +98,7 @@ def main() -> int:
     closed_loop()
     steady_busy()
     unfilled_busy()
+    hidden_stalls()
     return 0
 
 
@@ -277,6 +283,28 @@ def unfilled_busy() -> None:
         _, rate, switches = run_switching(ctl, loads, cost, BE64_SWITCH_S[64], seed)
         print(f"unfilled-busy running=72 seed={seed}: {rate / static_rate(loads, cost, 0):.3f} of "
               f"static plain, {switches} switches on")
+
+
+def hidden_stalls() -> None:
+    """Session 40: a model blind to stalls it trims, against what each k delivered."""
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.controller import Controller
+    from tests.unit.test_realized import hidden_stalls as costs
+    from tests.unit.test_switch_cost import run_switching, static_rate
+
+    loads = [60] * 4000
+    for calibrate in (True, False):
+        for seed in range(3):
+            ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+            if not hasattr(ctl.policy, "calibrate") and calibrate:
+                print("hidden-stalls: this policy counts no realized goodput")
+                return
+            ctl.policy.calibrate = calibrate
+            chosen, rate, switches = run_switching(ctl, loads, costs(seed), 0.13, seed)
+            plain = static_rate(loads, costs(seed), 0)
+            print(f"hidden-stalls running=60 {'realized' if calibrate else 'model only'} "
+                  f"seed={seed}: {rate / plain:.3f} of static plain, plain on "
+                  f"{chosen[-2000:].count(0)} of the last 2000, {switches} switches on")
 
 
 if __name__ == "__main__":

@@ -105,6 +105,7 @@ from ..signals import AcceptanceStats, LoadSnapshot
 from .base import Decision
 from .preferred_runs import PreferredRuns
 from .prefill_load import PrefillLoad
+from .realized import RealizedRate
 from .step_table import MAX_BUCKET_EXP, StepTimeTable, bucket_of
 from .switch_cost import SwitchCost
 
@@ -137,6 +138,11 @@ class GoodputPolicy:
         # what a switch from k = 0 to drafting costs (the catch-up of the stale draft KV), and
         # the decisions a drafting run must last to pay it back (switch_cost.py)
         self.switch = SwitchCost(MAX_BUCKET_EXP + 1)
+        # the tokens each k delivered against the model's prediction for the time it took, per
+        # bucket: scales the model's goodput (realized.py); off, the model's parts alone decide
+        self.realized = RealizedRate(MAX_BUCKET_EXP + 1, cfg.max_steps)
+        self.calibrate = cfg.goodput_model == "realized"
+        self._unit_tokens = [1.0] * (cfg.max_steps + 1)  # E_k before any decision (the status)
         self.switch_horizon = 128
         # ... of which a price may take at most this share: a stalled switch's price must not
         # keep a large gain (over 1.03 / 0.75, ~1.37x) off until the next probe re-measures it
@@ -218,6 +224,7 @@ class GoodputPolicy:
         # per bucket: (step times for k = 0..max, the k that may be chosen); the table only
         # changes at a sync, so this is rebuilt once per sync, not per decision
         self._bucket_cache: dict = {}
+        self._ratio_cache: dict = {}  # per bucket: each k's realized ratio (`_realized_ratios`)
         self._cache_sync = -1
 
     # ---- inputs ---------------------------------------------------------------------
@@ -266,6 +273,16 @@ class GoodputPolicy:
         """A decode result: each request gained `tokens_per_request` tokens (mean)."""
         self.prefill.on_decode(bucket_of(batch_size), tokens_per_request, batch_size)
 
+    def observe_realized(self, batch_size: int, k: int, seconds: float, tokens: float) -> None:
+        """A decode result at step count k took `seconds` of wall time, the prefill results
+        since the last decode result included, and its requests gained `tokens` each: against
+        the model's (uncalibrated) goodput for k here, in steady load only (realized.py)."""
+        expected = self._last_expected
+        if (expected is None or not 0 <= k <= self.max_steps or seconds <= 0
+                or not self.prefill.steady):
+            return
+        self.realized.on_result(bucket_of(batch_size), k, seconds, tokens, expected[k])
+
     # ---- model ----------------------------------------------------------------------
     def expected_tokens(self, acc: AcceptanceStats) -> list[float]:
         """E_k for k = 0..max. Position j's acceptance is its hits/tries shrunk towards
@@ -312,7 +329,9 @@ class GoodputPolicy:
         if t <= 0:
             return math.inf
         launch = self._bucket_view(bucket)[2][k]
-        return expected[k] / (t + self.prefill.per_step(bucket, expected[k], launch))
+        ratio = (self._realized_ratios(bucket, self._model_times(bucket, expected))[k]
+                 if self.calibrate else 1.0)
+        return expected[k] * ratio / (t + self.prefill.per_step(bucket, expected[k], launch))
 
     def bounded_goodput(self, bucket: int, k: int, expected: list[float]) -> float:
         """What a cell whose few samples may all be stalls could still reach: k's goodput at
@@ -366,7 +385,8 @@ class GoodputPolicy:
         reducer call is a collective on the CPU group): merged now, or `sync_lag` decisions
         later when the reducer is asynchronous."""
         table_part = self.table.local_vector()
-        values = table_part + self.prefill.local_vector() + self.switch.local_vector()
+        values = (table_part + self.prefill.local_vector() + self.switch.local_vector()
+                  + self.realized.local_vector())
         start = getattr(self.reducer, "start", None)
         if start is None:
             self._merge(self.reducer(values), len(table_part))
@@ -374,10 +394,12 @@ class GoodputPolicy:
             self._pending_syncs.append((d + self.sync_lag, start(values), len(table_part)))
 
     def _merge(self, merged: list, n_table: int) -> None:
-        n_switch = 2 * self.switch.buckets
+        end_switch = len(merged) - self.realized.vector_length
+        end_prefill = end_switch - 2 * self.switch.buckets
         self.table.merge(merged[:n_table], self._context)
-        self.prefill.merge(merged[n_table:len(merged) - n_switch])
-        self.switch.merge(merged[len(merged) - n_switch:])
+        self.prefill.merge(merged[n_table:end_prefill])
+        self.switch.merge(merged[end_prefill:end_switch])
+        self.realized.merge(merged[end_switch:])
 
     def _decide(self, bucket: int, acc: AcceptanceStats) -> Decision:
         expected = self.expected_tokens(acc)
@@ -401,14 +423,20 @@ class GoodputPolicy:
         times, candidates, goodput = self._goodput_at(bucket, expected)
         return self._choose(bucket, times, candidates, goodput, expected)[0]
 
+    def _model_times(self, bucket: int, expected: list[float]) -> list:
+        """Each k's decode step plus the prefill time it brings per step (prefill_load.py),
+        the prefills' launches included: the model's parts, uncalibrated."""
+        times, _, launch = self._bucket_view(bucket)
+        return [t + self.prefill.per_step(bucket, e, x) for e, t, x in zip(expected, times, launch)]
+
     def _goodput_at(self, bucket: int, expected: list[float]) -> tuple:
-        """(each k's time per decode step, the k that may be chosen, each k's goodput)."""
-        times, candidates, launch = self._bucket_view(bucket)
-        # each k's decode step plus the prefill time it brings per step (prefill_load.py), the
-        # prefills' launches included
-        times = [t + self.prefill.per_step(bucket, e, x)
-                 for e, t, x in zip(expected, times, launch)]
-        return times, candidates, [e / t for e, t in zip(expected, times)]
+        """(each k's time per decode step, the k that may be chosen, each k's goodput): the
+        model's times, each over the tokens k delivered against the model's prediction here
+        (realized.py), so a k that delivers 6% less reads 6% slower."""
+        times = self._model_times(bucket, expected)
+        if self.calibrate:
+            times = [t / r for t, r in zip(times, self._realized_ratios(bucket, times))]
+        return times, self._bucket_view(bucket)[1], [e / t for e, t in zip(expected, times)]
 
     def _choose(self, bucket: int, times: list, candidates: list, goodput: list, expected: list) -> tuple:
         """(k, reason): the best goodput among the candidates (those meeting the TPOT target,
@@ -476,6 +504,17 @@ class GoodputPolicy:
         return (expected[target] / t_target * (1.0 - share)
                 > expected[cur] / t_cur * (1 + self.switch_margin))
 
+    def _realized_ratios(self, bucket: int, times: list) -> list:
+        """Each k's `RealizedRate.ratio` here against the model's `times`, read once per sync (the
+        sums change only there; the times' prefill term moves a little with E_k in between):
+        read per decision they tripled a decision's cost (decision_cost: 7 -> 17 us median)."""
+        self._bucket_view(bucket)  # clears the caches at a new sync
+        ratios = self._ratio_cache.get(bucket)
+        if ratios is None:
+            ratios = self._ratio_cache[bucket] = [self.realized.ratio(bucket, k, times)
+                                                  for k in range(self.max_steps + 1)]
+        return ratios
+
     def _bucket_view(self, bucket: int) -> tuple:
         """(step time of each k, the k that may be chosen, each k's prefill launch extra,
         `PrefillLoad.launch_extra`) at this bucket. Chosen only where
@@ -486,6 +525,7 @@ class GoodputPolicy:
         GPU step load 2026-11-29, until its own samples walked it down to 0)."""
         if self._cache_sync != self.table.syncs:
             self._bucket_cache.clear()
+            self._ratio_cache.clear()
             self._cache_sync = self.table.syncs
         view = self._bucket_cache.get(bucket)
         if view is None:
@@ -721,6 +761,9 @@ class GoodputPolicy:
                 "switch_on_ms": self.switch.snapshot(),
                 # how long the model keeps preferring drafting, or plain (preferred_runs.py)
                 "preferred_runs_ms": self.runs.snapshot(),
+                # tokens delivered over the model's prediction, per bucket and k (realized.py)
+                "realized_ratio": self.realized.snapshot(
+                    lambda b: self._model_times(b, self._last_expected or self._unit_tokens)),
                 "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in enumerate(self._last_goodput)},
                 **self.choices_now()}
 

@@ -111,6 +111,11 @@ class PrefillLoad:
         self._recent_batch = RecentBatch()
         self._steady = False  # whether the last decode step counted
 
+    @property
+    def steady(self) -> bool:
+        """Whether the last decode step was steady load (within STEADY_BAND of the recent batch)."""
+        return self._steady
+
     def on_prefill(self, bucket: int, seconds: float, admitted: int) -> None:
         """A prefill batch of `admitted` new requests took `seconds` while `bucket`'s batch
         decoded."""

@@ -13,7 +13,7 @@ import os
 import tempfile
 from typing import Optional
 
-from ..config import CATCHUPS, OFF_BARRIERS, OFF_PATHS, OFF_PREFILLS, PLAIN_KV, AdaptiveSpecConfig, ConfigError, FALLBACKS, POLICIES, VERIFY_BACKENDS
+from ..config import CATCHUPS, GOODPUT_MODELS, OFF_BARRIERS, OFF_PATHS, OFF_PREFILLS, PLAIN_KV, AdaptiveSpecConfig, ConfigError, FALLBACKS, POLICIES, VERIFY_BACKENDS
 
 def _or_off(convert, what: str):
     """An argparse type: `convert(text)`, or the word 'off' (the check disabled)."""
@@ -115,6 +115,12 @@ _CHOICE_FLAGS = {
         "while off and every prompt prefilled plain (full: the target and the draft re-run eager "
         "over them, then the step drafts at once; one prefill's cost per re-entry), or full when "
         "the requests have 32 stale positions or more on average (auto, default). Lossless either way.",
+    ),
+    "goodput_model": (
+        GOODPUT_MODELS,
+        "Goodput policy: each step count's modelled goodput scaled by the tokens it delivered in "
+        "the wall time it took at that batch size (realized, default), or the model's parts "
+        "alone (parts: step times, prefills, acceptance).",
     ),
 }
 

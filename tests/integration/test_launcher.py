@@ -57,6 +57,17 @@ def test_our_config_file_and_flags_merge(tiny_models, tmp_path):
     assert (cfg.threshold, cfg.hysteresis, cfg.max_steps) == (20, 4, 5)  # the flag wins
 
 
+def test_the_goodput_model_flag_reaches_the_policy(tiny_models):
+    target, draft = tiny_models
+    _, cfg = parse_args(eagle_args(target, draft, "--adaptive-spec-policy", "goodput"))
+    assert cfg.goodput_model == "realized"  # the default: what each k delivered counts
+    _, cfg = parse_args(eagle_args(target, draft, "--adaptive-spec-policy", "goodput",
+                                   "--adaptive-spec-goodput-model", "parts"))
+    assert cfg.goodput_model == "parts"
+    from adaptive_spec.policy.goodput import GoodputPolicy
+    assert GoodputPolicy(cfg).calibrate is False
+
+
 def test_without_our_flags_it_is_sglang(tiny_models):
     from sglang.srt.server_args import prepare_server_args
 
@@ -88,6 +99,7 @@ BAD = [
     (["--speculative-num-steps", "3", "--adaptive-spec-max-steps", "5"], "--adaptive-spec-max-steps: 5 conflicts"),
     (["--adaptive-spec-force", "maybe"], "--adaptive-spec-force: must be 'off', 'on' or 'flap:N'"),
     (["--adaptive-spec-plain-kv", "keep"], "--adaptive-spec-plain-kv: unknown choice 'keep'"),
+    (["--adaptive-spec-goodput-model", "guess"], "--adaptive-spec-goodput-model: unknown choice 'guess'"),
 ]
 
 

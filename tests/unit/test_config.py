@@ -45,6 +45,7 @@ def test_the_default_off_path_is_the_plain_batch_keeping_the_spec_reserve():
         ({"fallback": "crash"}, "--adaptive-spec-fallback", "unknown fallback"),
         ({"plain_kv": "keep"}, "--adaptive-spec-plain-kv", "unknown choice"),
         ({"off_prefill": "never"}, "--adaptive-spec-off-prefill", "unknown choice"),
+        ({"goodput_model": "guess"}, "--adaptive-spec-goodput-model", "unknown choice"),
         ({"log_decisions": "yes"}, "--adaptive-spec-log-decisions", "true or false"),
         ({"thresold": 3}, "--adaptive-spec-config", "unknown key"),
     ],
