@@ -326,6 +326,7 @@ class Controller:
             launched, self._extend_launched = self._extend_launched, False
             dt = measured = self.timer.tick(steps)
             self._gather_switch_on(batch_size, steps, mode, dt, launched)
+            prefill_s = self._prefill_since_decode
             self._observe_realized(batch_size, steps, mode, measured, tokens)
             if mode in REENTRY_MODES or self._unsampled > 0:
                 dt = None
@@ -335,7 +336,8 @@ class Controller:
             hold = steps == 0 and dt is not None
             if self.sample_log is not None:  # a held sample's row waits for the same verdict
                 self.sample_log.on_sample(batch_size, steps, measured,
-                                          used=None if hold else (dt is not None and not launched))
+                                          used=None if hold else (dt is not None and not launched),
+                                          prefill_s=prefill_s, tokens=tokens)
             if hold:
                 self._held_off_sample = (batch_size, dt, launched)
             elif dt is not None:

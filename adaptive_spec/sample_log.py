@@ -1,10 +1,15 @@
 """Every step-time sample the controller takes, with its circumstances: a diagnostic.
 
 `ADAPTIVE_SPEC_SAMPLE_LOG=1` in a server's environment makes the controller keep, for each
-decode result it times, (batch size, step count, wall ms, flags) and log them SAMPLES_PER_LINE
-at a time:
+decode result it times, (batch size, step count, wall ms, flags, prefill ms, tokens) and log them
+SAMPLES_PER_LINE at a time:
 
-  adaptive_spec samples rank=0 rows=[[64, 0, 6.41, 0], [64, 0, 9.87, 1], ...]
+  adaptive_spec samples rank=0 rows=[[64, 0, 6.41, 0, 0.0, 1.0], [64, 0, 9.87, 1, 5.2, 1.0], ...]
+
+Prefill ms: the wall time of the prefill results processed since the last decode result; tokens:
+what the result gave each of its requests (mean, 1.0 when plain). With the wall ms they are what
+the goodput policy's realized rate counts (policy/realized.py; since session 40, rows before it
+have the first four fields only).
 
 Flags (bits): AFTER_PREFILL the interval started at a prefill's result (the timer restarted
 there); SWITCHED the previous result ran another step count; GREW the batch grew since the
@@ -63,7 +68,7 @@ class SampleLog:
         self._after_prefill = True
 
     def on_sample(self, batch_size: int, steps: int, seconds: Optional[float],
-                  used: Optional[bool]) -> None:
+                  used: Optional[bool], prefill_s: float = 0.0, tokens: float = 1.0) -> None:
         """`used` None: not known yet (an off step's sample waits for the next result,
         `Controller._clock_result`); its row is logged at `settle`."""
         last, self._last = self._last, (steps, batch_size)
@@ -78,7 +83,8 @@ class SampleLog:
         self._recent_batch.update(batch_size)
         if seconds is None:
             return
-        row = [batch_size, steps, round(1000.0 * seconds, 3), flags]
+        row = [batch_size, steps, round(1000.0 * seconds, 3), flags, round(1000.0 * prefill_s, 3),
+               round(tokens, 3)]
         if used is None:
             self._pending = row
         else:

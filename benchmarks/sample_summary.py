@@ -29,6 +29,13 @@ turned on or off, how many of those at a bucket change: a policy that flaps at a
 Per batch bucket: the runs of drafting results that began right after a plain one (each a switch
 on, its catch-up included), their count, results and ms in all, and their lengths; at a batch
 where plain wins those are probes and refreshes (session 39, GoodputPolicy._switch_paid).
+
+  python -m adaptive_spec.bench.sample_summary --realized server-*.log
+
+Per batch bucket and k, what the steps delivered (session 40, policy/realized.py; logs written
+since then): results, decode and prefill ms a step, tokens a request a step, and tokens a second a
+request with the prefills counted, against plain's at the same bucket. Left out, as the policy
+leaves them: results after a switch, the one before a switch, and those of a ramp or drain.
 """
 from __future__ import annotations
 
@@ -71,7 +78,7 @@ def split(rows: List[list], bucket: int) -> Dict[tuple, List[float]]:
     """(k, class) -> the ms of the samples whose batch falls in `bucket` (a power of two: the
     policy's bucket of batch sizes bucket/2+1 .. bucket)."""
     out: Dict[tuple, List[float]] = {}
-    for bs, k, ms, flags in rows:
+    for bs, k, ms, flags, *_ in rows:
         if 2 ** bucket_of(bs) == bucket:
             out.setdefault((k, sample_class(flags)), []).append(ms)
     return out
@@ -96,7 +103,7 @@ def launch_table(rows: List[list]) -> str:
     other: Dict[tuple, List[float]] = {}
     pairs: Dict[tuple, List[tuple]] = {}
     skip = SWITCHED | UNSTEADY
-    for i, (bs, k, ms, flags) in enumerate(rows):
+    for i, (bs, k, ms, flags, *_) in enumerate(rows):
         nxt = rows[i + 1] if i + 1 < len(rows) else None
         key = (2 ** bucket_of(bs), k)
         if nxt is not None and nxt[3] & AFTER_PREFILL:
@@ -158,6 +165,31 @@ def drafting_runs(rows: List[list]) -> str:
     return _aligned(out)
 
 
+def realized_table(rows: List[list]) -> str:
+    """Per (bucket, k): results, mean decode ms and prefill ms a step, tokens a request a step and
+    tokens a second a request with the prefills, and that rate over k = 0's at the bucket; rows
+    without the prefill and token fields (logs before session 40) are left out."""
+    cells: Dict[tuple, List[list]] = {}
+    for i, row in enumerate(rows):
+        nxt = rows[i + 1] if i + 1 < len(rows) else None
+        before_switch = nxt is not None and nxt[3] & SWITCHED
+        if len(row) < 6 or row[3] & (SWITCHED | UNSTEADY) or before_switch:
+            continue
+        cells.setdefault((bucket_of(row[0]), row[1]), []).append(row)
+    if not cells:
+        return "(no rows with prefill ms and tokens: a log from before session 40?)"
+    rate = {key: 1000.0 * sum(r[5] for r in rs) / sum(r[2] + r[4] for r in rs)
+            for key, rs in cells.items()}
+    out = [["bucket", "k", "results", "decode ms", "prefill ms", "tokens", "tok/s/req", "vs k=0"]]
+    for (b, k), rs in sorted(cells.items()):
+        plain = rate.get((b, 0))
+        decode, prefill, tokens = (statistics.fmean(r[i] for r in rs) for i in (2, 4, 5))
+        out.append([bucket_label(b), str(k), str(len(rs)), f"{decode:.2f}", f"{prefill:.2f}",
+                    f"{tokens:.3f}", f"{rate[(b, k)]:.1f}",
+                    f"{rate[(b, k)] / plain:.3f}" if plain else "-"])
+    return _aligned(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+", type=Path)
@@ -171,6 +203,9 @@ def main(argv=None) -> int:
     ap.add_argument("--drafting-runs", action="store_true",
                     help="instead: per bucket, the runs of drafting results begun after a "
                          "plain one")
+    ap.add_argument("--realized", action="store_true",
+                    help="instead: per bucket and k, the tokens a second a request the steps "
+                         "delivered with their prefills")
     a = ap.parse_args(argv)
     missing = [str(p) for p in a.logs if not p.is_file()]
     if missing:
@@ -183,6 +218,9 @@ def main(argv=None) -> int:
         rows = samples(p.read_text(errors="replace"))
         if rows and a.crossings:
             print(f"{server_name(p)}: {crossings(rows)}")
+        elif rows and a.realized:
+            print(f"{server_name(p)}: what the steps delivered, prefills counted")
+            print(realized_table(rows))
         elif rows and a.drafting_runs:
             print(f"{server_name(p)}: runs of drafting begun after a plain result")
             print(drafting_runs(rows))

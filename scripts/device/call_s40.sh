@@ -8,7 +8,9 @@
 #      policy/realized.py: the default) and goodput-parts (`--adaptive-spec-goodput-model parts`,
 #      the model's parts alone, as before) at 48 and 64, 2 passes, the goodput server's samples
 #      logged. Read with `adaptive-spec-bench paired FILE --system adaptive-spec:goodput --of
-#      envelope` (and `--of adaptive-spec:goodput-parts`) and the status's `realized_ratio`.
+#      envelope` (and `--of adaptive-spec:goodput-parts`), the status's `realized_ratio` and
+#      `python -m adaptive_spec.bench.sample_summary --realized samples-rc.txt` (what each k
+#      delivered per bucket, prefills counted, from the goodput server's own results).
 #   rs (~6 min) the same change where drafting wins (4, 16) and where plain wins by far (128):
 #      plain, eagle3 and goodput, 2 passes.
 #   fo | busy | be | be64 | l64 | k7 | k9 | kb | lc | dl: session 37's to 39's calls.
@@ -34,6 +36,7 @@ rc)
   grep -h "adaptive_spec samples" /tmp/logs-rc-dense/server-adaptive-spec_goodput.log \
     > "$OUT/samples-rc.txt"
   report rc- logs-rc.tar.xz /tmp/tail-rc.txt
+  ( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --realized "$OUT/samples-rc.txt" )
   goodput_paired "$OUT"/sweep-rc-dense.json envelope adaptive-spec:goodput-parts
   ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-rc-dense.json \
       --system adaptive-spec:goodput-parts --of envelope )

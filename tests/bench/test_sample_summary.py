@@ -45,14 +45,34 @@ def test_each_sample_carries_its_circumstances(monkeypatch):
         (0.017, 3, 62, "on"),      # steady drafting
     ])
     rows = ss.samples("\n".join(f"[2026-12-04 19:00:00] {ln}" for ln in lines))
-    assert rows == [
-        [60, 0, 6.0, 0],
+    assert rows == [  # batch, k, ms, flags, prefill ms since the last result, tokens a request
+        [60, 0, 6.0, 0, 0.0, 1.0],
         # the off step a switch on lands in (the catch-up's host work): the switch cost's
-        [62, 0, 7.0, sample_log.AFTER_PREFILL | sample_log.GREW | sample_log.DROPPED],
-        [62, 3, 30.0, sample_log.SWITCHED | sample_log.DROPPED],
-        [62, 3, 18.0, 0],  # the catch-up ran k = 3's step count already: no switch here
-        [62, 3, 17.0, 0],
+        [62, 0, 7.0, sample_log.AFTER_PREFILL | sample_log.GREW | sample_log.DROPPED, 9.0, 1.0],
+        [62, 3, 30.0, sample_log.SWITCHED | sample_log.DROPPED, 0.0, 2.0],
+        [62, 3, 18.0, 0, 0.0, 2.0],  # the catch-up ran k = 3's step count already: no switch here
+        [62, 3, 17.0, 0, 0.0, 2.0],
     ]
+
+
+def test_the_realized_table_counts_prefills_and_tokens_and_leaves_switches_out(tmp_path, capsys):
+    rows = [[60, 0, 6.0, 0, 0.0, 1.0], [60, 0, 6.0, 0, 4.0, 1.0],  # plain: 2 tokens in 16 ms
+            [60, 0, 6.0, 0, 0.0, 1.0],  # the off step before a switch on: left out
+            [60, 3, 40.0, sample_log.SWITCHED, 0.0, 1.0],  # the catch-up: left out
+            [60, 3, 18.0, 0, 2.0, 2.5], [60, 3, 18.0, sample_log.UNSTEADY, 0.0, 2.5],
+            [60, 3, 20.0, 0, 0.0, 2.0],  # k = 3: 4.5 tokens in 40 ms
+            [8, 0, 5.0, 0]]  # a row of an old log: left out
+    lines = ss.realized_table(rows).splitlines()
+    cols = [ln.split() for ln in lines[1:]]
+    assert cols[0][:3] == ["33-64", "0", "2"] and cols[0][6] == f"{2000 / 16:.1f}"
+    assert cols[1][:3] == ["33-64", "3", "2"] and cols[1][6] == f"{4500 / 40:.1f}"
+    assert cols[1][7] == f"{(4500 / 40) / (2000 / 16):.3f}"
+    assert len(cols) == 2
+    assert "before session 40" in ss.realized_table([[8, 0, 5.0, 0]])
+    log = tmp_path / "server-adaptive-spec_goodput.log"
+    log.write_text(f"adaptive_spec samples rank=0 rows={json.dumps(rows[:-1])}\n")
+    assert ss.main([str(log), "--realized"]) == 0
+    assert "tok/s/req" in capsys.readouterr().out
 
 
 def test_a_ramp_is_flagged_unsteady_until_the_recent_size_catches_up():
