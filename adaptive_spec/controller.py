@@ -144,6 +144,12 @@ REENTRY_MODES = ("catchup", "reentry")
 # switching step's and the next one's (policy/switch_cost.py)
 SWITCH_ON_RESULTS = 3
 MAX_PREFILL_S = 0.5  # a longer wait since the last result holds idle time, not only a prefill
+# The first results after a change between plain and drafting that the realized goodput leaves
+# out (`_observe_realized`): besides the switch's catch-up, they carry the prefills of requests
+# admitted under the other mode (a drafting server admits ~2x as many a step; session 40's phase
+# clocks at 60-64 running: 0.443 prefills a step drafting, 0.218 plain), which would bill a plain
+# probe of 7 steps for drafting's admissions
+REALIZED_SETTLE_RESULTS = 2
 
 
 def _priced(steps: int, seconds: Optional[float], launched: bool) -> tuple:
@@ -199,6 +205,7 @@ class Controller:
         self._prefill_since_decode = 0.0
         self._realized_held: Optional[tuple] = None
         self._realized_drafting: Optional[bool] = None
+        self._realized_run = 0  # results of that kind (plain or drafting) in a row
         # a prefill batch was launched since the last result (overlap scheduler: the next decode
         # result's wall time holds that launch's host work, `_clock_result`)
         self._extend_launched = False
@@ -352,21 +359,22 @@ class Controller:
         """A decode result's wall time with the prefills since the last one, and the tokens it
         gave each request, to the policy's realized goodput (policy/realized.py). Left out: the
         results a switch's catch-up lands in, which switch_cost.py prices (a catch-up or re-entry
-        result, the off result before it, which waits here for that verdict, and the first result
-        after any change between plain and drafting)."""
+        result, and the off result before it, which waits here for that verdict), and the first
+        REALIZED_SETTLE_RESULTS results after any change between plain and drafting."""
         observe = getattr(self.policy, "observe_realized", None)
         wall = None if seconds is None else seconds + self._prefill_since_decode
         self._prefill_since_decode = 0.0
         if observe is None:
             return
         held, self._realized_held = self._realized_held, None
-        drafting, was = steps > 0, self._realized_drafting
-        self._realized_drafting = drafting
+        drafting = steps > 0
+        run = self._realized_run + 1 if drafting == self._realized_drafting else 1
+        self._realized_drafting, self._realized_run = drafting, run
         if mode in REENTRY_MODES or batch_size <= 0:
             return  # and the held off result with it
         if held is not None:
             observe(*held)
-        if wall is None or (was is not None and was != drafting):
+        if wall is None or run <= REALIZED_SETTLE_RESULTS:
             return
         if drafting:
             observe(batch_size, steps, wall, tokens)

@@ -329,8 +329,7 @@ class GoodputPolicy:
         if t <= 0:
             return math.inf
         launch = self._bucket_view(bucket)[2][k]
-        ratio = (self._realized_ratios(bucket, self._model_times(bucket, expected))[k]
-                 if self.calibrate else 1.0)
+        ratio = self._realized_ratios(bucket, expected)[k] if self.calibrate else 1.0
         return expected[k] * ratio / (t + self.prefill.per_step(bucket, expected[k], launch))
 
     def bounded_goodput(self, bucket: int, k: int, expected: list[float]) -> float:
@@ -435,7 +434,7 @@ class GoodputPolicy:
         (realized.py), so a k that delivers 6% less reads 6% slower."""
         times = self._model_times(bucket, expected)
         if self.calibrate:
-            times = [t / r for t, r in zip(times, self._realized_ratios(bucket, times))]
+            times = [t / r for t, r in zip(times, self._realized_ratios(bucket, expected, times))]
         return times, self._bucket_view(bucket)[1], [e / t for e, t in zip(expected, times)]
 
     def _choose(self, bucket: int, times: list, candidates: list, goodput: list, expected: list) -> tuple:
@@ -504,13 +503,15 @@ class GoodputPolicy:
         return (expected[target] / t_target * (1.0 - share)
                 > expected[cur] / t_cur * (1 + self.switch_margin))
 
-    def _realized_ratios(self, bucket: int, times: list) -> list:
-        """Each k's `RealizedRate.ratio` here against the model's `times`, read once per sync (the
-        sums change only there; the times' prefill term moves a little with E_k in between):
-        read per decision they tripled a decision's cost (decision_cost: 7 -> 17 us median)."""
+    def _realized_ratios(self, bucket: int, expected: list, times: Optional[list] = None) -> list:
+        """Each k's `RealizedRate.ratio` here against the model's times (`times` when the caller
+        has them), read once per sync (the sums change only there; the times' prefill term moves a
+        little with E_k in between): read per decision they tripled a decision's cost
+        (decision_cost, an exploratory run: 7 -> 17 us median)."""
         self._bucket_view(bucket)  # clears the caches at a new sync
         ratios = self._ratio_cache.get(bucket)
         if ratios is None:
+            times = times if times is not None else self._model_times(bucket, expected)
             ratios = self._ratio_cache[bucket] = [self.realized.ratio(bucket, k, times)
                                                   for k in range(self.max_steps + 1)]
         return ratios

@@ -141,22 +141,23 @@ class Recording:
 
 def test_the_results_a_switch_lands_in_are_left_out_and_prefills_are_added():
     """Off results wait for the next result's mode: the one before a catch-up goes (it holds the
-    catch-up's host work); the catch-up result goes; the first result after a change between
-    plain and drafting goes; a prefill's interval is added to the next decode result's."""
+    catch-up's host work); the catch-up result goes; the first two results after a change between
+    plain and drafting go (their prefills are the other mode's admissions); a prefill's interval
+    is added to the next decode result's."""
     ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
     rec = Recording(ctl.policy)
-    dts = iter([0.01, 0.01, 0.01, 0.05, 0.02, 0.02, 0.01, 0.01, 0.01])
+    dts = iter([0.01, 0.011, 0.012, 0.013, 0.05, 0.02, 0.021, 0.022, 0.01, 0.011, 0.012, 0.013])
     ctl.timer.tick = lambda steps, now=None: next(dts)
     ctl.timer.elapsed = lambda now=None: 0.004
     ctl.on_snapshot(ctl.snapshot.with_running(8))
-    plan = [(0, "off"), (0, "off"), (0, "off"), (3, "catchup"), (3, "on"), (3, "on"),
-            (0, "off"), (0, "off"), (0, "off")]
+    plan = [(0, "off")] * 4 + [(3, "catchup"), (3, "on"), (3, "on"), (3, "on")] + [(0, "off")] * 4
     for i, (k, mode) in enumerate(plan):
-        if i == 5:
+        if i == 7:
             ctl.on_prefill_result(1)
         ctl.on_result(k, [0] * 8, mode)
-    # off #1, #2 kept (each released by the next off result); #3 dropped (before the catch-up);
-    # catch-up dropped; the first `on` kept (the catch-up already drafted), the second with the
-    # prefill's 4 ms; the first off after drafting dropped, the second released by the third
-    assert [(k, round(s, 3)) for _, k, s, _ in rec.calls] == [(0, 0.01), (0, 0.01), (3, 0.02),
-                                                              (3, 0.024), (0, 0.01)]
+    # off #1, #2: the server's first results; #3 kept (released by #4); #4 dropped (before the
+    # catch-up); the catch-up and the first `on` are the drafting run's first two; the second
+    # `on` kept, the third with the prefill's 4 ms; off #1, #2 after drafting dropped, #3
+    # released by #4
+    assert [(k, round(s, 3)) for _, k, s, _ in rec.calls] == [(0, 0.012), (3, 0.021), (3, 0.026),
+                                                              (0, 0.012)]
