@@ -206,6 +206,7 @@ class Controller:
         self._realized_held: Optional[tuple] = None
         self._realized_drafting: Optional[bool] = None
         self._realized_run = 0  # results of that kind (plain or drafting) in a row
+        self._prefill_plain = False  # the last prefill launched ran plain (the sample log's)
         # a prefill batch was launched since the last result (overlap scheduler: the next decode
         # result's wall time holds that launch's host work, `_clock_result`)
         self._extend_launched = False
@@ -247,7 +248,7 @@ class Controller:
         self._unsampled = 0
         self._extend_launched = False  # its launch went into this interval, not a decode one
         if self.sample_log is not None:
-            self.sample_log.on_prefill_result()
+            self.sample_log.on_prefill_result(plain=self._prefill_plain)
         # the wall time since the last result is this prefill's, taken from the decode batch
         # beside it: the goodput policy counts it (policy/prefill_load.py); not across idle gaps
         since = self.timer.elapsed()
@@ -584,6 +585,8 @@ class Controller:
         """How the worker ran the step (off / catchup / on / reentry, or a prefill: prefill-plain,
         prefill-spec); see hooks_offpath."""
         self.modes[mode] += 1
+        if mode.startswith("prefill-"):
+            self._prefill_plain = mode == "prefill-plain"
 
     # ---- failure ------------------------------------------------------------------
     def _fallback_decision(self) -> Decision:

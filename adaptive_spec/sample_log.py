@@ -18,7 +18,10 @@ measured (a catch-up or re-entry step, a result whose interval holds a prefill, 
 session 37, one beside a prefill's launch: the table got it less the launch's measured extra,
 policy/prefill_load.py); UNSTEADY the batch is more than 10%
 off its recent size (a ramp, a warm-up wave, a drain: what the goodput policy's prefill term
-leaves out, `RecentBatch`, and its step-time table keeps). `python -m
+leaves out, `RecentBatch`, and its step-time table keeps); PLAIN_PREFILL (since session 40) a
+prefill counted in the row's prefill ms ran as the plain server's, without the draft's own
+prefill (`--adaptive-spec-off-prefill plain`), where the others ran SGLang's spec prefill: the
+goodput policy's prefill term prices both alike. `python -m
 adaptive_spec.bench.sample_summary` splits a bucket's samples by those flags.
 
 Why: on the H200 (session 35, dense pair, 64 requests) the goodput policy's plain cell read
@@ -47,6 +50,7 @@ SWITCHED = 2
 GREW = 4
 DROPPED = 8
 UNSTEADY = 16
+PLAIN_PREFILL = 32
 
 
 def enabled() -> bool:
@@ -61,11 +65,13 @@ class SampleLog:
         self.rows: list = []
         self._last: Optional[tuple] = None  # (steps, batch size) of the previous timed result
         self._after_prefill = False
+        self._plain_prefill = False  # a prefill since the last row ran plain
         self._pending: Optional[list] = None  # a row waiting for `settle`
         self._recent_batch = RecentBatch()  # the prefill term's notion of steady load
 
-    def on_prefill_result(self) -> None:
+    def on_prefill_result(self, plain: bool = False) -> None:
         self._after_prefill = True
+        self._plain_prefill |= plain
 
     def on_sample(self, batch_size: int, steps: int, seconds: Optional[float],
                   used: Optional[bool], prefill_s: float = 0.0, tokens: float = 1.0) -> None:
@@ -73,7 +79,9 @@ class SampleLog:
         `Controller._clock_result`); its row is logged at `settle`."""
         last, self._last = self._last, (steps, batch_size)
         flags = AFTER_PREFILL if self._after_prefill else 0
-        self._after_prefill = False
+        if self._plain_prefill:
+            flags |= PLAIN_PREFILL
+        self._after_prefill = self._plain_prefill = False
         if last is not None and last[0] != steps:
             flags |= SWITCHED
         if last is not None and batch_size > last[1]:

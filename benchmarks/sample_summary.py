@@ -35,7 +35,10 @@ where plain wins those are probes and refreshes (session 39, GoodputPolicy._swit
 Per batch bucket and k, what the steps delivered (session 40, policy/realized.py; logs written
 since then): results, decode and prefill ms a step, tokens a request a step, and tokens a second a
 request with the prefills counted, against plain's at the same bucket. Left out, as the policy
-leaves them: results after a switch, the one before a switch, and those of a ramp or drain.
+leaves them: results after a switch, the one before a switch, and those of a ramp or drain. Then,
+per bucket, the rows with prefill ms by how their prefills ran (spec: with the draft's own
+prefill; plain: the plain server's), their count and mean prefill ms: the goodput policy's
+prefill term prices both alike.
 """
 from __future__ import annotations
 
@@ -49,7 +52,7 @@ from pathlib import Path
 from typing import Dict, List
 
 from adaptive_spec.policy.step_table import bucket_label, bucket_of
-from adaptive_spec.sample_log import AFTER_PREFILL, DROPPED, GREW, SWITCHED, UNSTEADY
+from adaptive_spec.sample_log import AFTER_PREFILL, DROPPED, GREW, PLAIN_PREFILL, SWITCHED, UNSTEADY
 
 from .phase_summary import _aligned, server_name
 
@@ -190,6 +193,20 @@ def realized_table(rows: List[list]) -> str:
     return _aligned(out)
 
 
+def prefill_modes(rows: List[list]) -> str:
+    """Per bucket: the rows with prefill ms whose prefills ran spec or plain (PLAIN_PREFILL), their
+    count and mean prefill ms (usually one prefill batch a row)."""
+    cells: Dict[tuple, List[float]] = {}
+    for row in rows:
+        if len(row) >= 6 and row[4] > 0:
+            mode = "plain" if row[3] & PLAIN_PREFILL else "spec"
+            cells.setdefault((bucket_of(row[0]), mode), []).append(row[4])
+    out = [["bucket", "prefills", "rows", "prefill ms"]]
+    for (b, mode), ms in sorted(cells.items()):
+        out.append([bucket_label(b), mode, str(len(ms)), f"{statistics.fmean(ms):.2f}"])
+    return _aligned(out) if cells else "(no rows with prefill ms)"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+", type=Path)
@@ -221,6 +238,7 @@ def main(argv=None) -> int:
         elif rows and a.realized:
             print(f"{server_name(p)}: what the steps delivered, prefills counted")
             print(realized_table(rows))
+            print(prefill_modes(rows))
         elif rows and a.drafting_runs:
             print(f"{server_name(p)}: runs of drafting begun after a plain result")
             print(drafting_runs(rows))

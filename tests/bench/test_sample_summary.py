@@ -69,10 +69,31 @@ def test_the_realized_table_counts_prefills_and_tokens_and_leaves_switches_out(t
     assert cols[1][7] == f"{(4500 / 40) / (2000 / 16):.3f}"
     assert len(cols) == 2
     assert "before session 40" in ss.realized_table([[8, 0, 5.0, 0]])
+    modes = [ln.split() for ln in ss.prefill_modes(
+        rows + [[60, 0, 6.0, sample_log.PLAIN_PREFILL, 3.0, 1.0]]).splitlines()[1:]]
+    assert modes == [["33-64", "plain", "1", "3.00"], ["33-64", "spec", "2", "3.00"]]
     log = tmp_path / "server-adaptive-spec_goodput.log"
     log.write_text(f"adaptive_spec samples rank=0 rows={json.dumps(rows[:-1])}\n")
     assert ss.main([str(log), "--realized"]) == 0
     assert "tok/s/req" in capsys.readouterr().out
+
+
+def test_a_row_after_a_plain_prefill_is_flagged(monkeypatch):
+    monkeypatch.setenv(sample_log.ENV, "1")
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput"))
+    lines = []
+    ctl.sample_log.emit = lines.append
+    ctl.on_snapshot(LoadSnapshot(running=8))
+    ctl.on_result(0, [0] * 8, "off")
+    for mode in ("prefill-plain", "prefill-spec"):
+        ctl.note_mode(mode)
+        ctl.on_prefill_result(admitted=1)
+        ctl.on_result(0, [0] * 8, "off")
+    ctl.on_result(0, [0] * 8, "off")
+    ctl.status()
+    flags = [row[3] & sample_log.PLAIN_PREFILL for row in ss.samples("\n".join(lines))]
+    # the first result has no interval; the last off row waits for the next result's verdict
+    assert flags == [sample_log.PLAIN_PREFILL, 0]
 
 
 def test_a_ramp_is_flagged_unsteady_until_the_recent_size_catches_up():
