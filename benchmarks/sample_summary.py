@@ -52,7 +52,8 @@ from pathlib import Path
 from typing import Dict, List
 
 from adaptive_spec.policy.step_table import bucket_label, bucket_of
-from adaptive_spec.sample_log import AFTER_PREFILL, DROPPED, GREW, PLAIN_PREFILL, SWITCHED, UNSTEADY
+from adaptive_spec.sample_log import (AFTER_PREFILL, DROPPED, GREW, PLAIN_PREFILL, SWITCHED,
+                                      UNSTEADY)
 
 from .phase_summary import _aligned, server_name
 
