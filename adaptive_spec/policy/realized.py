@@ -33,8 +33,9 @@ from __future__ import annotations
 
 
 class RealizedRate:
-    MEMORY_STEPS = 1024.0  # decode steps of history a cell weighs at most
-    DECAY = 0.9  # the old sums' weight per sync that brings new results to the cell
+    # the old sums' weight per sync that brings new results to the cell: one read every step
+    # weighs its last ~320 steps (32 a sync / (1 - 0.9)), one read only in probes keeps them
+    DECAY = 0.9
     PRIOR_STEPS = 32.0  # pseudo-steps at ratio 1: a probe's few steps move a ratio a little
     MIN_STEPS = 16.0  # a drafting k's own steps before its own ratio is read
     LOW, HIGH = 0.75, 1.33  # a ratio further off is a broken input, not a model error
@@ -75,13 +76,11 @@ class RealizedRate:
         """Merge `local_vector`'s sums as averaged over the ranks."""
         n = self.buckets * self.width
         fresh = [merged[f * n:(f + 1) * n] for f in range(self.FIELDS)]
-        steps = self.merged[3]
         for i in range(n):
             if fresh[3][i] <= 0:
                 continue
-            keep = self.DECAY * min(1.0, self.MEMORY_STEPS / max(steps[i], 1.0))
             for row, new in zip(self.merged, fresh):
-                row[i] = keep * row[i] + new[i]
+                row[i] = self.DECAY * row[i] + new[i]
 
     def steps(self, bucket: int, k: int) -> float:
         return self.merged[3][bucket * self.width + k]
