@@ -11,8 +11,8 @@
 #      envelope` (and `--of adaptive-spec:goodput-parts`), the status's `realized_ratio` and
 #      `python -m adaptive_spec.bench.sample_summary --realized samples-rc.txt` (what each k
 #      delivered per bucket, prefills counted, from the goodput server's own results).
-#   rs (~6 min) the same change where drafting wins (4, 16) and where plain wins by far (128):
-#      plain, eagle3 and goodput, 2 passes.
+#   rs (~8 min) the same change where drafting wins (4, 16), in the crossover band (32) and where
+#      plain wins by far (128): plain, eagle3 and goodput, 2 passes.
 #   fo | busy | be | be64 | l64 | k7 | k9 | kb | lc | dl: session 37's to 39's calls.
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s40.sh rc|rs|...
 case "${1:-}" in
@@ -45,7 +45,7 @@ rc)
 rs)
   dense_pinned_setup $1
   sweep 0 rs-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
-    plain,eagle3,adaptive-spec:goodput --concurrency 4,16,128 --repeat 2 --time-budget-s 6 \
+    plain,eagle3,adaptive-spec:goodput --concurrency 4,16,32,128 --repeat 2 --time-budget-s 6 \
     --start-timeout-s 360 --system-args "$GOODPUT" > /tmp/tail-rs.txt
   report rs- logs-rs.tar.xz /tmp/tail-rs.txt
   goodput_paired "$OUT"/sweep-rs-dense.json envelope
