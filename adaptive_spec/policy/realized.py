@@ -24,6 +24,11 @@ the model misses while drafting (the draft's prefill, results the table leaves o
 shared by the chains. The results around a switch carry its catch-up, which switch_cost.py
 prices: the controller leaves them out.
 
+Not told apart: at a light load the gap between a request's end and its successor's prefill (the
+client's, when under the controller's MAX_PREFILL_S) is counted as prefill time of the k that
+runs; at one request that is a few ms in a request of ~0.6 s (an estimate, not measured), under
+DEADBAND.
+
 Tensor parallel: the tokens are rank-identical, the wall times each rank's own; the sums are
 merged only at the policy's syncs through its reducer (an all-reduce mean), so every rank reads
 the same ratios, as with the table.
