@@ -100,6 +100,10 @@ def _cost_model(cm: dict, chosen: Optional[int]) -> List[str]:
         if cm.get("threshold_suggestion"):
             out.append(f"as the threshold policy: --adaptive-spec-threshold "
                        f"{cm['threshold_suggestion']} (drafting off from that batch size)")
+    realized = cm.get("realized_ratio") or {}
+    if any(r != 1.0 for row in realized.values() for r, _ in row.values()):
+        out.append("delivered over the model's prediction, by bucket (steps; 1 = as modelled):")
+        out += _cells(realized, lambda c: f"{c[0]:.3f} ({c[1]:.0f})")
     prefill = cm.get("prefill_ms_admitted_tokens_per_step") or {}
     if prefill:
         out.append("prefill per decode step, ms: " + "  ".join(

@@ -146,3 +146,13 @@ def test_the_runs_the_model_prefers_are_shown_once_one_has_finished():
     assert ("drafting-preferred runs by the bucket they began at, mean ms (runs): "
             "3-4: 900 (1)  17-32: 31.5 (12)") in page
     assert "plain-preferred runs" not in page
+
+
+def test_what_each_k_delivered_is_shown_where_it_differs_from_the_model():
+    st = {"decision": {"steps": 0, "reason": "cost_model"},
+          "cost_model": {"realized_ratio": {"64": {"0": [1.0, 30.0], "3": [0.936, 320.0]}}}}
+    page = status_view.render([st]).splitlines()
+    at = page.index("delivered over the model's prediction, by bucket (steps; 1 = as modelled):")
+    assert page[at + 2].split() == ["33-64", "1.000", "(30)", "0.936", "(320)"]
+    st["cost_model"]["realized_ratio"]["64"]["3"] = [1.0, 320.0]  # all as modelled: not shown
+    assert "delivered over" not in status_view.render([st])
