@@ -31,6 +31,7 @@ SERIES: Dict[str, str] = {
     "adaptive_spec_step_seconds": "histogram",
     "adaptive_spec_accept_rate_position": "gauge",
     "adaptive_spec_predicted_step_seconds": "gauge",
+    "adaptive_spec_realized_ratio": "gauge",
 }
 # SGLang's series the dashboard reads beside ours (all exported by 0.5.16 with --enable-metrics)
 SGLANG_SERIES = ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage",
@@ -138,6 +139,12 @@ def _panels() -> List[dict]:
          "step count, as they must."),
         ("KV use (SGLang)", [("max without (tp_rank) (sglang:token_usage)", "{{instance}}")],
          (16, 36, 8, 8), "percentunit", "timeseries", ""),
+        # row 7: the cost model against what each k delivered
+        ("Delivered over predicted (goodput policy)", [
+            (f"{RANKS} (adaptive_spec_realized_ratio)", "k={{steps}} {{instance}}")],
+         (0, 44, 24, 8), "short", "timeseries", "What each step count delivered at the current "
+         "batch bucket over the cost model's prediction (1 = as modelled; below 1: the model "
+         "overrates it). Empty under the threshold policy."),
     ]
     return [_panel(i + 1, title, targets, pos, unit, kind, description, *rest)
             for i, (title, targets, pos, unit, kind, description, *rest) in enumerate(specs)]

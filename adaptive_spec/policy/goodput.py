@@ -503,6 +503,11 @@ class GoodputPolicy:
         return (expected[target] / t_target * (1.0 - share)
                 > expected[cur] / t_cur * (1 + self.switch_margin))
 
+    def delivered_ratio(self, bucket: int) -> list:
+        """Each k's realized ratio at this bucket (realized.py), read also while `calibrate` is
+        off: the metrics' `adaptive_spec_realized_ratio`."""
+        return self._realized_ratios(bucket, self._last_expected or self._unit_tokens)
+
     def _realized_ratios(self, bucket: int, expected: list, times: Optional[list] = None) -> list:
         """Each k's `RealizedRate.ratio` here against the model's times (`times` when the caller
         has them), read once per sync (the sums change only there; the times' prefill term moves a

@@ -33,6 +33,7 @@ class Metrics:
         )
         self.accept_pos = Gauge("adaptive_spec_accept_rate_position", "P(draft j accepted | drafts before accepted)", ["tp_rank", "position"], **gauge)
         self.predicted = Gauge("adaptive_spec_predicted_step_seconds", "Cost model's step time at the current batch bucket", ["tp_rank", "steps"], **gauge)
+        self.realized = Gauge("adaptive_spec_realized_ratio", "Goodput policy: what each step count delivered over the cost model's prediction at the current batch bucket (1 = as modelled)", ["tp_rank", "steps"], **gauge)
         self.rank = r
         self._last_steps = None
         self._next_slow = 0  # decision count at which the slow series are next updated
@@ -81,6 +82,8 @@ class Metrics:
             bucket = bucket_of(snap.running)
             for k in range(ctl.cfg.max_steps + 1):
                 self.predicted.labels(self.rank, str(k)).set(step_time(bucket, k))
+            for k, ratio in enumerate(ctl.policy.delivered_ratio(bucket)):
+                self.realized.labels(self.rank, str(k)).set(ratio)
 
 
 def install_metrics(controller, rank: int, registry=None) -> Metrics:
