@@ -242,3 +242,42 @@ def test_tp_rank_is_read_where_sglang_0516_keeps_it():
                                             _target_worker=types.SimpleNamespace())) == 1
     assert tp_rank_of(types.SimpleNamespace(_target_worker=types.SimpleNamespace(tp_rank=3))) == 3
     assert tp_rank_of(types.SimpleNamespace()) == 0
+
+
+def test_the_realized_rate_gets_each_result_with_the_prefills_before_it(monkeypatch):
+    """Through SGLang's result hooks: a decode result's wall time for the goodput policy's
+    realized rate (policy/realized.py) holds the prefill results' time since the last decode
+    result, and its tokens are 1 + the drafts accepted a request; the first two results of a run
+    are left out (the controller's settle rule)."""
+    from sglang.srt.managers.schedule_batch import ScheduleBatch
+    from sglang.srt.managers.utils import GenerationBatchResult
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    from adaptive_spec import signals
+    from adaptive_spec.sglang_plugin import hooks_plain
+
+    now = [0.0]
+    monkeypatch.setattr(signals, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
+    install(monkeypatch, AdaptiveSpecConfig(policy="goodput"))
+    ctl = state.get_controller()
+    seen = []
+    ctl.policy.observe_realized = lambda bs, k, s, tokens: seen.append((bs, k, round(s, 6), tokens))
+    processor = types.SimpleNamespace(metrics_reporter=types.SimpleNamespace(update_spec_metrics=lambda *a: None))
+    batch = ScheduleBatch(reqs=[make_req("a", 4), make_req("b", 4)])
+    batch.spec_algorithm = SpeculativeAlgorithm.EAGLE3
+    drafted = GenerationBatchResult(speculative_num_draft_tokens=4, num_correct_drafts_per_req_cpu=[2, 1])
+
+    def process(done_at):
+        def sglang(processor, batch, result):
+            after_resolve_spec_v2_tokens([], processor, result, batch)
+            now[0] = done_at
+        hooks_plain.around_process_batch_result_decode(sglang, processor, batch, drafted)
+
+    after_get_next_batch_to_run(None, make_scheduler(running=2, waiting_lens=[]))
+    for done_at in (0.004, 0.012, 0.020, 0.028):  # the first two settle (the first: no interval)
+        process(done_at)
+    now[0] = 0.031
+    after_process_batch_result_prefill(None, None, batch, drafted)  # a prefill's result
+    process(0.040)
+    # two 8-ms steps, then 9 ms of decode + 3 of prefill
+    assert seen == [(2, 3, 0.008, 2.5), (2, 3, 0.008, 2.5), (2, 3, 0.012, 2.5)]
