@@ -262,10 +262,12 @@ def test_the_realized_rate_gets_each_result_with_the_prefills_before_it(monkeypa
     ctl = state.get_controller()
     seen = []
     ctl.policy.observe_realized = lambda bs, k, s, tokens: seen.append((bs, k, round(s, 6), tokens))
-    processor = types.SimpleNamespace(metrics_reporter=types.SimpleNamespace(update_spec_metrics=lambda *a: None))
+    reporter = types.SimpleNamespace(update_spec_metrics=lambda *a: None)
+    processor = types.SimpleNamespace(metrics_reporter=reporter)
     batch = ScheduleBatch(reqs=[make_req("a", 4), make_req("b", 4)])
     batch.spec_algorithm = SpeculativeAlgorithm.EAGLE3
-    drafted = GenerationBatchResult(speculative_num_draft_tokens=4, num_correct_drafts_per_req_cpu=[2, 1])
+    drafted = GenerationBatchResult(speculative_num_draft_tokens=4,
+                                    num_correct_drafts_per_req_cpu=[2, 1])
 
     def process(done_at):
         def sglang(processor, batch, result):
