@@ -253,11 +253,11 @@ class Controller:
         # beside it: the goodput policy counts it (policy/prefill_load.py); not across idle gaps
         since = self.timer.elapsed()
         self.timer.restart()
-        if since is not None and self.snapshot.running > 0 and 0.0 < since < MAX_PREFILL_S:
-            self._prefill_since_decode += since
+        if since is None or self.snapshot.running <= 0 or not 0.0 < since < MAX_PREFILL_S:
+            return
+        self._prefill_since_decode += since  # for the next decode result's realized time
         observe = getattr(self.policy, "observe_prefill", None)
-        if (observe is not None and since is not None and self.snapshot.running > 0
-                and 0.0 < since < MAX_PREFILL_S):
+        if observe is not None:
             try:
                 observe(self.snapshot.running, since, admitted)
             except Exception as exc:  # bookkeeping: never a reason to stop serving

@@ -208,22 +208,27 @@ def prefill_modes(rows: List[list]) -> str:
     return _aligned(out) if cells else "(no rows with prefill ms)"
 
 
+# The views instead of one bucket's table, the first one asked for printed: flag, help, the title
+# after the log's name (None: the view is one line, printed after the name), what prints it
+VIEWS = (
+    ("crossings", "bucket changes between consecutive results, and drafting turned on or off at "
+     "them", None, crossings),
+    ("realized", "per bucket and k, the tokens a second a request the steps delivered with their "
+     "prefills", "what the steps delivered, prefills counted",
+     lambda rows: realized_table(rows) + "\n" + prefill_modes(rows)),
+    ("drafting-runs", "per bucket, the runs of drafting results begun after a plain one",
+     "runs of drafting begun after a plain result", drafting_runs),
+    ("launches", "every bucket's samples beside a prefill's launch against the rest",
+     "decode samples beside a prefill's launch, ms", launch_table),
+)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+", type=Path)
     ap.add_argument("--bucket", type=int, default=64, help="a power of two: batches bucket/2+1..bucket")
-    ap.add_argument("--launches", action="store_true",
-                    help="instead: every bucket's samples beside a prefill's launch against "
-                         "the rest")
-    ap.add_argument("--crossings", action="store_true",
-                    help="instead: bucket changes between consecutive results, and drafting "
-                         "turned on or off at them")
-    ap.add_argument("--drafting-runs", action="store_true",
-                    help="instead: per bucket, the runs of drafting results begun after a "
-                         "plain one")
-    ap.add_argument("--realized", action="store_true",
-                    help="instead: per bucket and k, the tokens a second a request the steps "
-                         "delivered with their prefills")
+    for flag, help_text, _, _ in VIEWS:
+        ap.add_argument(f"--{flag}", action="store_true", help=f"instead: {help_text}")
     a = ap.parse_args(argv)
     missing = [str(p) for p in a.logs if not p.is_file()]
     if missing:
@@ -234,18 +239,14 @@ def main(argv=None) -> int:
         return 2
     for p in a.logs:
         rows = samples(p.read_text(errors="replace"))
-        if rows and a.crossings:
-            print(f"{server_name(p)}: {crossings(rows)}")
-        elif rows and a.realized:
-            print(f"{server_name(p)}: what the steps delivered, prefills counted")
-            print(realized_table(rows))
-            print(prefill_modes(rows))
-        elif rows and a.drafting_runs:
-            print(f"{server_name(p)}: runs of drafting begun after a plain result")
-            print(drafting_runs(rows))
-        elif rows and a.launches:
-            print(f"{server_name(p)}: decode samples beside a prefill's launch, ms")
-            print(launch_table(rows))
+        view = next((v for v in VIEWS if getattr(a, v[0].replace("-", "_"))), None)
+        if rows and view is not None:
+            _, _, title, render = view
+            if title is None:
+                print(f"{server_name(p)}: {render(rows)}")
+            else:
+                print(f"{server_name(p)}: {title}")
+                print(render(rows))
         elif rows:
             groups = split(rows, a.bucket)
             print(f"{server_name(p)}: step-time samples at {a.bucket // 2 + 1}-{a.bucket} running, ms")

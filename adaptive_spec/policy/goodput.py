@@ -511,15 +511,22 @@ class GoodputPolicy:
     def _realized_ratios(self, bucket: int, expected: list, times: Optional[list] = None) -> list:
         """Each k's `RealizedRate.ratio` here against the model's times (`times` when the caller
         has them), read once per sync (the sums change only there; the times' prefill term moves a
-        little with E_k in between): read per decision they tripled a decision's cost
-        (decision_cost, an exploratory run: 7 -> 17 us median)."""
-        self._bucket_view(bucket)  # clears the caches at a new sync
+        little with E_k in between): read per decision they made a decision several times
+        dearer."""
+        self._clear_caches_at_a_new_sync()
         ratios = self._ratio_cache.get(bucket)
         if ratios is None:
             times = times if times is not None else self._model_times(bucket, expected)
             ratios = self._ratio_cache[bucket] = [self.realized.ratio(bucket, k, times)
                                                   for k in range(self.max_steps + 1)]
         return ratios
+
+    def _clear_caches_at_a_new_sync(self) -> None:
+        """The per-bucket views and ratios change only at a sync: dropped at the first use after."""
+        if self._cache_sync != self.table.syncs:
+            self._bucket_cache.clear()
+            self._ratio_cache.clear()
+            self._cache_sync = self.table.syncs
 
     def _bucket_view(self, bucket: int) -> tuple:
         """(step time of each k, the k that may be chosen, each k's prefill launch extra,
@@ -529,10 +536,7 @@ class GoodputPolicy:
         estimate scaled from a smaller batch, or from a larger one without its k=0, is good
         enough to decide what to probe, not to run on (at 128 requests one kept k=3 for ~2 s,
         GPU step load 2026-11-29, until its own samples walked it down to 0)."""
-        if self._cache_sync != self.table.syncs:
-            self._bucket_cache.clear()
-            self._ratio_cache.clear()
-            self._cache_sync = self.table.syncs
+        self._clear_caches_at_a_new_sync()
         view = self._bucket_cache.get(bucket)
         if view is None:
             row = self.table.settled_row(bucket)

@@ -7,9 +7,9 @@ be off by more than the margin that separates two step counts near the crossover
 40 (H100, dense pair, dial 0.7, 64 requests, `call_s39.sh fo`): the final model put k = 3 at
 19.5 ms a step plus 4.1 of prefills and 2.51 tokens a request, a tie with plain (106.4 against
 106.5 tokens a second a request); the phase clocks read 24.5 ms a drafting step with its
-prefills, 2.39-2.48 tokens a step by the sweep's throughput, and plain 9.40 ms where the model
-said 9.39 (`phase_summary --drafting`, `2026-12-05-s40-phases-fo-drafting.txt`). Goodput
-drafted through the level and made 0.92x of plain.
+prefills (the tokens it gave were not logged) and plain 9.40 ms where the model said 9.39
+(`phase_summary --drafting`, `2026-12-05-s40-phases-fo-drafting.txt`). Goodput drafted through
+the level and made 0.92x of plain.
 
 So every decode result of steady load is also counted at its (batch bucket, k): its wall time,
 prefills beside it included (the controller adds the prefill results' intervals since the last

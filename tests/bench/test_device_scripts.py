@@ -93,6 +93,7 @@ def test_the_runs_written_for_the_next_gpu_session_use_only_flags_that_exist():
     # inside main: read their add_argument lines
     for tool in Path(sample_summary.__file__).parent.glob("*.py"):
         known |= set(re.findall(r'add_argument\(\s*"(--[a-z0-9-]+)"', tool.read_text()))
+    known |= {f"--{view[0]}" for view in sample_summary.VIEWS}  # added in a loop
     known |= {"--stream-interval"}  # SGLang's own, passed through --server-arg
     for name in ("call_s37.sh", "call_s38.sh", "call_s39.sh", "call_s40.sh"):
         code = "\n".join(line for line in (DEVICE / name).read_text().splitlines()
