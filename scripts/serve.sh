@@ -7,6 +7,20 @@
 # ADAPTIVE_SPEC_SERVE_DRY_RUN=1 prints the server command instead of running it.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# Bad input: one line and exit 2, before the venv is made (minutes) or a server starts.
+if [ -n "${ADAPTIVE_SPEC_TARGET:-}" ] && [ -z "${ADAPTIVE_SPEC_DRAFT:-}" ]; then
+  echo "serve.sh: error: ADAPTIVE_SPEC_TARGET is set but ADAPTIVE_SPEC_DRAFT is not:" \
+    "give the EAGLE-3 draft trained for that target (the synthetic drafts fit only the" \
+    "synthetic target)" >&2
+  exit 2
+fi
+for var in ADAPTIVE_SPEC_TARGET ADAPTIVE_SPEC_DRAFT; do
+  path="${!var:-}"
+  case "$path" in  # a local path must exist; anything else may be a model hub id
+    /* | ./* | ../*)
+      [ -e "$path" ] || { echo "serve.sh: error: $var=$path does not exist" >&2; exit 2; } ;;
+  esac
+done
 VENV="${ADAPTIVE_SPEC_SERVE_VENV:-$HOME/.cache/adaptive-spec/serve-venv}"
 PRESET="${ADAPTIVE_SPEC_MODEL_PRESET:-8b}"
 MODELS="${ADAPTIVE_SPEC_MODELS:-$HOME/.cache/adaptive-spec/models-$PRESET}"

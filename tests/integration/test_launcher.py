@@ -194,6 +194,31 @@ def test_readme_main_command_builds_models_and_its_server_command_parses(tmp_pat
     assert (server_args.host, server_args.port) == ("127.0.0.1", 30000)
 
 
+@pytest.mark.parametrize("target, draft, says", [
+    ("{tmp}", None, "ADAPTIVE_SPEC_TARGET is set but ADAPTIVE_SPEC_DRAFT is not"),
+    ("{tmp}/no-target", "{tmp}", "ADAPTIVE_SPEC_TARGET={tmp}/no-target does not exist"),
+    ("{tmp}", "{tmp}/no-draft", "ADAPTIVE_SPEC_DRAFT={tmp}/no-draft does not exist"),
+])
+def test_readme_main_command_refuses_a_model_pair_it_cannot_serve_in_one_line(tmp_path, target,
+                                                                            draft, says):
+    """Your own target without its draft (the synthetic draft would be served beside it), or
+    a local path that is not there: one line, exit 2, before a venv is made."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    venv = tmp_path / "venv"  # never made: the check comes first
+    env = dict(os.environ, ADAPTIVE_SPEC_SERVE_VENV=str(venv),
+               ADAPTIVE_SPEC_TARGET=target.format(tmp=tmp_path))
+    env.pop("ADAPTIVE_SPEC_DRAFT", None)
+    if draft is not None:
+        env["ADAPTIVE_SPEC_DRAFT"] = draft.format(tmp=tmp_path)
+    r = subprocess.run(["bash", os.path.join(root, "scripts", "serve.sh")], cwd=root, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("serve.sh: error: "), r.stderr
+    assert says.format(tmp=tmp_path) in lines[0]
+    assert not venv.exists()
+
+
 @pytest.mark.parametrize("extra, env, expected", [
     ((), None, "adaptive_spec_extend"),
     (("--warmups", "voice_chat"), None, "voice_chat,adaptive_spec_extend"),
