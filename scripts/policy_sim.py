@@ -23,6 +23,9 @@ the same scenarios, for the before/after pairs. Scenarios:
   next request joining 2-8 decode steps after the last one finished, so the running batch
   fluctuates below the client count, across the 32 / 33 edge at 34-36 clients; goodput's
   tokens per second against the better static choice, on the same cost shapes.
+- closed-loop-wall (session 41): the same, each next request joining 1-3, 5-20 or 20-60 ms of
+  wall time after the last one finished (a delay in decode steps is ~2x longer in time while
+  drafting, which lowers drafting's batch more than a client's delay would).
 - steady-busy (session 39): costs from session 38's `be64` final table (dense pair, dial 0.7,
   H200: k = 1..3 at 2.5-3x a plain step at 33-128 running, a switch on 133 / 162 ms), 6,000
   decisions at a steady 56 / 72 / 100 running, or after a ramp from 1 over 200 decisions:
@@ -35,6 +38,10 @@ the same scenarios, for the before/after pairs. Scenarios:
   2.8x, which the table trims and the wall clock keeps (plain truly ~10% ahead), 4,000
   decisions: tokens per second against static plain and decisions in plain over the last
   2,000, with what each k delivered counted (policy/realized.py) and without (`calibrate` off).
+- shared-stalls (session 41): 60 running, k = 3's goodput 0.93-1.07x plain's, 5% or 10% of
+  every k's steps stalling 2.8x (trimmed by the table, kept by the wall clock), 4,000
+  decisions with and without the realized rate: tokens per second against the better static
+  choice, switches on, plain decisions over the last 2,000.
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -96,9 +103,11 @@ def main() -> int:
     k7_h200(simulate)
     bucket_edge()
     closed_loop()
+    closed_loop(gaps_ms=((1, 3), (5, 20), (20, 60)))
     steady_busy()
     unfilled_busy()
     hidden_stalls()
+    shared_stalls()
     return 0
 
 
@@ -160,19 +169,23 @@ def bucket_edge() -> None:
                   f"(k=3 / plain static {static[1] / static[0]:.3f})")
 
 
-def closed_loop() -> None:
+def closed_loop(gaps_ms=None) -> None:
     """Session 38: closed-loop clients, the batch shaped by completions and admission delays
-    (see the module docstring); the same costs as `bucket_edge`."""
+    (see the module docstring); the same costs as `bucket_edge`. `gaps_ms` (session 41): the
+    next request joins a uniform draw from each (low, high) range of wall-clock ms after the
+    last one finished, instead of 2-8 decode steps (a client's delay is time, not steps: a
+    drafting step is ~2x a plain one, so a delay in steps is ~2x longer while drafting)."""
     from adaptive_spec.config import AdaptiveSpecConfig
     from adaptive_spec.controller import Controller
     from adaptive_spec.signals import LoadSnapshot
     from tests.unit.draft_sim import correct_drafts
     from tests.unit.test_switch_cost import costs_at
 
-    def run(clients, cost, switch_s, seed, static_k=None, steps=6000):
+    def run(clients, cost, switch_s, seed, static_k=None, steps=6000, gap_ms=None):
         rng = random.Random(seed)
         left = [rng.randint(60, 240) for _ in range(clients)]  # tokens left per running request
-        joining, dts, ctl = [], [], None  # decode steps until each next request joins
+        # per next request: decode steps until it joins, or (gap_ms) the wall time it joins at
+        joining, dts, ctl = [], [], None
         if static_k is None:
             ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
             ctl.timer.tick = lambda steps, now=None: dts.pop(0)
@@ -187,6 +200,7 @@ def closed_loop() -> None:
                 k = static_k
             mode = "off" if k == 0 else ("catchup" if last_k == 0 and ctl else "on")
             t = cost(bs)[k] * (1 + rng.uniform(-0.03, 0.03))
+            began = wall
             wall += t
             if mode == "catchup":
                 switches += 1
@@ -202,8 +216,13 @@ def closed_loop() -> None:
             tokens += sum(made)
             pending, last_k = [k, correct, t, mode], k
             still = [n - m for n, m in zip(left, made) if n - m > 0]
-            joining = [w - 1 for w in joining] + [rng.randint(2, 8) - 1
-                                                   for _ in range(bs - len(still))]
+            if gap_ms is None:
+                joining = [w - 1 for w in joining] + [rng.randint(2, 8) - 1
+                                                       for _ in range(bs - len(still))]
+            else:  # wall seconds from now until it joins
+                elapsed = wall - began
+                joining = [w - elapsed for w in joining] + [rng.uniform(*gap_ms) / 1000
+                                                            for _ in range(bs - len(still))]
             left = still + [rng.randint(60, 240) for w in joining if w <= 0]
             joining = [w for w in joining if w > 0]
         return tokens / wall, switches
@@ -212,12 +231,14 @@ def closed_loop() -> None:
                            (0.8, 1.4, 0.05), (0.97, 1.06, 0.02)):
         def cost(bs, busy=busy, idle=idle):
             return costs_at(bs, busy, idle)
-        for clients in (34, 36, 40, 48):
-            rate, switches = run(clients, cost, sw, 0)
-            plain, drafting = run(clients, cost, sw, 0, 0)[0], run(clients, cost, sw, 0, 3)[0]
-            print(f"closed-loop busy={busy} idle={idle} switch={sw * 1000:.0f}ms "
-                  f"clients={clients}: {switches} switches on, {rate / max(plain, drafting):.3f} of the better static "
-                  f"(k=3 / plain static {drafting / plain:.3f})")
+        for gap in gaps_ms or (None,):
+            name = "closed-loop" if gap is None else f"closed-loop-wall gap={gap[0]}-{gap[1]}ms"
+            for clients in (34, 36, 40, 48):
+                rate, switches = run(clients, cost, sw, 0, gap_ms=gap)
+                plain, drafting = (run(clients, cost, sw, 0, k, gap_ms=gap)[0] for k in (0, 3))
+                print(f"{name} busy={busy} idle={idle} switch={sw * 1000:.0f}ms "
+                      f"clients={clients}: {switches} switches on, {rate / max(plain, drafting):.3f} of the better static "
+                      f"(k=3 / plain static {drafting / plain:.3f})")
 
 
 # session 38's `be64` final table (ms per step, k = 0..3, by the bucket's upper batch size) and
@@ -305,6 +326,47 @@ def hidden_stalls() -> None:
             print(f"hidden-stalls running=60 {'realized' if calibrate else 'model only'} "
                   f"seed={seed}: {rate / plain:.3f} of static plain, plain on "
                   f"{chosen[-2000:].count(0)} of the last 2000, {switches} switches on")
+
+def shared_stalls() -> None:
+    """Session 41: stalls that hit every k alike (a host hiccup, not a drafting cost), which
+    the table trims and the wall clock keeps. The realized rate then reads the k that runs
+    below 1 and a k without results of its own at 1: an exploration bonus for the k not
+    running, right where that k truly wins, a cost where it truly loses."""
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.controller import Controller
+    from tests.unit.test_switch_cost import E3, run_switching, static_rate
+
+    def costs(seed, share, gain):
+        """60 running, plain 7.4 ms a step; k = 3's goodput `gain` x plain's (k = 1, 2 lose);
+        `share` of all steps stall 2.8x."""
+        rng = random.Random(seed)
+
+        def cost(bs):
+            stall = 2.8 if rng.random() < share else 1.0
+            k3 = 0.0074 * E3 / gain * stall
+            return (0.0074 * stall, 0.67 * k3, 0.85 * k3, k3)
+        return cost
+
+    loads = [60] * 4000
+    for gain in (0.93, 0.97, 1.03, 1.07):
+        for share in (0.05, 0.1):
+            for calibrate in (True, False):
+                runs = []
+                for seed in range(3):
+                    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+                    if not hasattr(ctl.policy, "calibrate"):
+                        print("shared-stalls: this policy counts no realized goodput")
+                        return
+                    ctl.policy.calibrate = calibrate
+                    chosen, rate, switches = run_switching(ctl, loads, costs(seed, share, gain),
+                                                           0.13, seed)
+                    best = max(static_rate(loads, costs(seed, share, gain), k) for k in (0, 3))
+                    runs.append(f"{rate / best:.3f} ({switches} on, plain "
+                                f"{chosen[-2000:].count(0)})")
+                print(f"shared-stalls k3/plain={gain} stalled={share} "
+                      f"{'realized' if calibrate else 'model only'}: of the better static, "
+                      f"per seed: {', '.join(runs)}")
+
 
 
 if __name__ == "__main__":
