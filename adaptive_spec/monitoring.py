@@ -20,6 +20,8 @@ import re
 import sys
 from typing import Dict, List, Tuple
 
+from .policy.realized import RealizedRate
+
 # Our series on SGLang's /metrics (sglang_plugin/metrics.py registers them), name -> kind.
 SERIES: Dict[str, str] = {
     "adaptive_spec_drafting": "gauge",
@@ -47,6 +49,10 @@ DRAFTING_DECISIONS = f'{RANKS} (rate(adaptive_spec_decisions_total{{steps!="0"}}
 # minutes is flapping. The decision's budget is 20 us (issue 5; 5-12 us on the H200 servers).
 FLAP_SHARE = 0.25
 DECIDE_SLOW_S = 50e-6
+# The goodput policy's realized ratio is clipped (policy/realized.py): a step count at a bound
+# delivered a quarter less, or a third more, than the cost model said, which the policy reads as
+# a broken input (its correction stops there), not a model error.
+REALIZED_LOW, REALIZED_HIGH = RealizedRate.LOW, RealizedRate.HIGH
 
 
 def _target(expr: str, legend: str, ref: str) -> dict:
@@ -212,6 +218,21 @@ def alert_rules() -> dict:
                              "decide_us_p50 against decide_cpu_us_p50 tells a waiting scheduler "
                              "thread (GIL, preemption) from a slow one; policy_decide_us_p50 is "
                              "the same policy timed at start.")}},
+        {"alert": "AdaptiveSpecCostModelOff",
+         "expr": (f"count {per_server} (adaptive_spec_realized_ratio <= {REALIZED_LOW:g} or "
+                  f"adaptive_spec_realized_ratio >= {REALIZED_HIGH:g}) > 0"),
+         "for": "30m", "labels": {"severity": "warning"},
+         "annotations": {
+             "summary": ("a step count delivers far from what the goodput cost model predicts on "
+                         "{{ $labels.instance }}"),
+             "description": (f"Its realized ratio sits at the bound of its correction "
+                             f"({REALIZED_LOW:g} or {REALIZED_HIGH:g}) at the current batch "
+                             "size, so the policy may choose wrong "
+                             "there. The status's cost_model (step_ms, "
+                             "prefill_ms_admitted_tokens_per_step, realized_ratio) shows which "
+                             "part is off; ADAPTIVE_SPEC_SAMPLE_LOG=1 and `python -m "
+                             "adaptive_spec.bench.sample_summary --realized` show what each step "
+                             "count delivered.")}},
     ]
     return {"groups": [{"name": "adaptive-spec", "rules": rules}]}
 
