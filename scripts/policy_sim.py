@@ -237,7 +237,8 @@ def closed_loop(gaps_ms=None) -> None:
                 rate, switches = run(clients, cost, sw, 0, gap_ms=gap)
                 plain, drafting = (run(clients, cost, sw, 0, k, gap_ms=gap)[0] for k in (0, 3))
                 print(f"{name} busy={busy} idle={idle} switch={sw * 1000:.0f}ms "
-                      f"clients={clients}: {switches} switches on, {rate / max(plain, drafting):.3f} of the better static "
+                      f"clients={clients}: {switches} switches on, "
+                      f"{rate / max(plain, drafting):.3f} of the better static "
                       f"(k=3 / plain static {drafting / plain:.3f})")
 
 
@@ -327,6 +328,7 @@ def hidden_stalls() -> None:
                   f"seed={seed}: {rate / plain:.3f} of static plain, plain on "
                   f"{chosen[-2000:].count(0)} of the last 2000, {switches} switches on")
 
+
 def shared_stalls() -> None:
     """Session 41: stalls that hit every k alike (a host hiccup, not a drafting cost), which
     the table trims and the wall clock keeps. The realized rate then reads the k that runs
@@ -366,7 +368,6 @@ def shared_stalls() -> None:
                 print(f"shared-stalls k3/plain={gain} stalled={share} "
                       f"{'realized' if calibrate else 'model only'}: of the better static, "
                       f"per seed: {', '.join(runs)}")
-
 
 
 if __name__ == "__main__":
