@@ -110,6 +110,15 @@ from .step_table import MAX_BUCKET_EXP, StepTimeTable, bucket_of
 from .switch_cost import SwitchCost
 
 
+def _price_share(price: float, horizon_s: float) -> float:
+    """A switch's price as a share of the time it is spread over. A horizon of no time (a run,
+    or a step, priced at 0 s: `tests/unit/test_controller_fuzz.py` reached one and the division
+    sent the server to its fallback for the rest of the run) pays back no price."""
+    if price <= 0.0:
+        return 0.0
+    return price / horizon_s if horizon_s > 0.0 else math.inf
+
+
 def _argmax(ks: list, values: list) -> int:
     """The first k of `ks` with the largest value (as max(ks, key=...), a third of its time)."""
     best = ks[0]
@@ -465,14 +474,14 @@ class GoodputPolicy:
                 price = min(self.switch.cost(bucket),
                             self.max_switch_share * self.switch_horizon * times[drafting])
                 longest = (self.switch_horizon if best > 0 else self.plain_horizon) * times[best]
-                share = price / min(longest, self.runs.horizon_s(best > 0, bucket))
+                share = _price_share(price, min(longest, self.runs.horizon_s(best > 0, bucket)))
                 # on: the price and the margin together (session 34's rule); off: each alone,
                 # as a switch off cleared the margin alone before its price was known
                 bar = stay if cur == 0 else goodput[cur]
                 if goodput[best] * (1.0 - share) <= bar:
                     # not paid back within the runs measured; over the default horizon either,
                     # or the choice sticks and the recent buckets' mix picks the one that does
-                    default_share = price / longest
+                    default_share = _price_share(price, longest)
                     if (goodput[best] * (1.0 - default_share) <= bar
                             or not self._mixture_prefers(best, cur, expected, default_share)):
                         best = cur
@@ -491,7 +500,10 @@ class GoodputPolicy:
         request joins a few steps after the last finished sit mostly at 33-34 running when plain and
         lower when drafting (requests finish sooner); the mix seen under plain favours plain,
         and static drafting made 1.09-1.21x of plain where the policy made 0.80-0.90x of that
-        (`python scripts/policy_sim.py`, `closed-loop` lines)."""
+        (`python scripts/policy_sim.py`, `closed-loop` lines). A delay in steps overstates it (a
+        drafting step is ~2x a plain one); with the delay in wall time (session 41,
+        `closed-loop-wall` lines) the policy made 0.978-0.994x of the better static choice at
+        1-20 ms and 0.869-0.970x at 20-60 ms."""
         if len(self._recent_buckets) < self._recent_buckets.maxlen:
             return False
         t_target = t_cur = 0.0
@@ -500,6 +512,8 @@ class GoodputPolicy:
                 times = self._goodput_at(b, expected)[0]
                 t_target += visits * times[target]
                 t_cur += visits * times[cur]
+        if t_target <= 0.0 or t_cur <= 0.0 or math.isinf(share):
+            return False  # nothing to weigh: the choice sticks
         return (expected[target] / t_target * (1.0 - share)
                 > expected[cur] / t_cur * (1 + self.switch_margin))
 

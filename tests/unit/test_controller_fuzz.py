@@ -1,0 +1,109 @@
+"""The controller under long random sequences of what SGLang's hooks can report, in any order
+and with any timing: no hook may fail. A failure is not a crash (the controller falls back to
+static behaviour and the server keeps serving) but it ends adaptive speculation for the run, so
+here every input the hooks can deliver must be taken without one: empty batches, results of a
+step count other than the one decided, zero and minute-long intervals, prefills of nothing,
+results with no requests. Every decision stays within 0..max and the status stays strict JSON
+(no NaN or infinity). Bounded: a fixed number of events per case."""
+
+import json
+import random
+import types
+
+import pytest
+
+from adaptive_spec import sample_log as sample_log_module
+from adaptive_spec import signals
+from adaptive_spec.config import AdaptiveSpecConfig
+from adaptive_spec.controller import Controller
+from adaptive_spec.signals import LoadSnapshot
+
+EVENTS = 6000
+# seconds between events: none, sub-microsecond, a decode step's, a stall, an idle gap
+GAPS = (0.0, 1e-7, 0.004, 0.012, 0.03, 0.25, 2.0, 40.0)
+MODES = (None, "off", "on", "catchup", "reentry")
+
+
+def drive(ctl: Controller, rng: random.Random, clock: list) -> list:
+    """Random hook calls in a plausible but unchecked order; returns the step counts chosen."""
+    chosen, steps = [], 0
+    running = rng.choice((0, 1, 4, 33, 64, 200))
+    for _ in range(EVENTS):
+        clock[0] += rng.choice(GAPS) * rng.random()
+        event = rng.random()
+        if event < 0.15:  # the load moves, a little or a lot
+            running = max(0, min(600, running + rng.choice((-64, -3, -1, 0, 1, 3, 64))))
+            kv_total = rng.choice((0, 1000, 200000))
+            ctl.on_snapshot(LoadSnapshot(running=running, waiting=rng.choice((0, 0, 3, 500)),
+                                         waiting_tokens=rng.choice((0, 10, 10 ** 6)),
+                                         kv_used=rng.randint(0, kv_total), kv_total=kv_total))
+        elif event < 0.45:
+            decision = ctl.decide(running if rng.random() < 0.9 else rng.randint(0, 600))
+            assert 0 <= decision.steps <= ctl.cfg.max_steps
+            steps = decision.steps
+            chosen.append(steps)
+        elif event < 0.5:
+            ctl.on_extend()
+        elif event < 0.55:  # a prefill asks whether its requests may skip the draft
+            still = rng.choice((None, lambda: max(0, running - 2)))
+            assert ctl.prefill_may_run_plain(rng.choice((0, 1, 40)), 32, still) in (True, False)
+        elif event < 0.65:
+            ctl.on_prefill_result(admitted=rng.choice((0, 1, 5, 300)))
+        else:  # a decode result, mostly of the step count decided
+            k = steps if rng.random() < 0.9 else rng.randint(0, ctl.cfg.max_steps)
+            n = running if rng.random() < 0.9 else rng.choice((0, 1, 700))
+            correct = [rng.randint(0, k) for _ in range(n)]
+            mode = ("on" if k else "off") if rng.random() < 0.8 else rng.choice(MODES)
+            opened = rng.random() < 0.7
+            if opened:
+                ctl.open_result()
+            ctl.on_result(k, correct, mode)
+            if opened:
+                ctl.close_result()
+        assert ctl.fallback_reason is None, ctl.fallback_reason
+    return chosen
+
+
+CONFIGS = [dict(policy="goodput"), dict(policy="goodput", max_steps=7),
+           dict(policy="goodput", tpot_slo_ms=12.0), dict(policy="goodput", goodput_model="parts"),
+           dict(policy="threshold"), dict(policy="threshold", queue_threshold=None,
+                                          min_accept_len=None)]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: "-".join(f"{v}" for v in c.values()))
+@pytest.mark.parametrize("seed, sample_log", [(0, False), (1, True)])
+def test_no_sequence_of_hook_calls_makes_the_controller_fall_back(monkeypatch, config, seed,
+                                                                  sample_log):
+    clock = [1000.0]
+    monkeypatch.setattr(signals, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    if sample_log:  # the diagnostic log's bookkeeping rides on the same hooks
+        monkeypatch.setenv(sample_log_module.ENV, "1")
+    else:
+        monkeypatch.delenv(sample_log_module.ENV, raising=False)
+    ctl = Controller(AdaptiveSpecConfig(**config))
+    if sample_log:
+        ctl.sample_log.emit = lambda line: None
+    chosen = drive(ctl, random.Random(seed), clock)
+    assert len(chosen) > EVENTS // 5
+    status = ctl.status()
+    assert ctl.fallback_reason is None, ctl.fallback_reason
+    json.dumps(status, allow_nan=False)  # strict JSON: what /adaptive_spec/status serves
+
+
+def test_a_plain_run_timed_at_no_time_makes_a_switch_off_unpaid_not_a_failure():
+    """What the fuzz found, run longer by hand (goodput with a TPOT target): a plain-preferred
+    run that lasted 0 s of predicted time (a step priced at nanoseconds added to a clock grown
+    large: nothing) made the horizon of a switch off 0, and the price's share a division by
+    zero, which sent the server to its fallback for the rest of the run. A switch that no
+    horizon pays back is not made."""
+    from adaptive_spec.policy.goodput import GoodputPolicy
+
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput"))
+    bucket = 1
+    pol.runs.mean[(False, bucket)] = 0.0  # plain-preferred runs here lasted no time
+    pol.switch.seconds[bucket], pol.switch.count[bucket] = 0.1, 4.0  # a switch on costs 100 ms
+    pol._current = 2
+    times, expected = [0.004, 0.009, 0.010, 0.012], [1.0, 1.7, 2.19, 2.53]
+    goodput = [e / t for e, t in zip(expected, times)]  # plain 250 a second, k = 2 219
+    best, _ = pol._choose(bucket, times, [0, 1, 2, 3], goodput, expected)
+    assert best == 2  # plain's runs here end at once: the switch off would not pay
