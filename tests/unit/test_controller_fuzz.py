@@ -4,7 +4,8 @@ static behaviour and the server keeps serving) but it ends adaptive speculation 
 here every input the hooks can deliver must be taken without one: empty batches, results of a
 step count other than the one decided, zero and minute-long intervals, prefills of nothing,
 results with no requests. Every decision stays within 0..max and the status stays strict JSON
-(no NaN or infinity). Bounded: a fixed number of events per case."""
+(no NaN or infinity); simulated tensor-parallel ranks fed the same calls on clocks of their own
+decide alike. Bounded: a fixed number of events per case."""
 
 import json
 import random
@@ -18,18 +19,22 @@ from adaptive_spec.config import AdaptiveSpecConfig
 from adaptive_spec.controller import Controller
 from adaptive_spec.signals import LoadSnapshot
 
+from .draft_sim import on_threads
+from .test_goodput_policy import _ThreadRanksMean
+
 EVENTS = 6000
 # seconds between events: none, sub-microsecond, a decode step's, a stall, an idle gap
 GAPS = (0.0, 1e-7, 0.004, 0.012, 0.03, 0.25, 2.0, 40.0)
 MODES = (None, "off", "on", "catchup", "reentry")
 
 
-def drive(ctl: Controller, rng: random.Random, clock: list) -> list:
-    """Random hook calls in a plausible but unchecked order; returns the step counts chosen."""
+def drive(ctl: Controller, rng: random.Random, advance) -> list:
+    """Random hook calls in a plausible but unchecked order, `advance(seconds)` moving the clock
+    between them; returns the step counts chosen."""
     chosen, steps = [], 0
     running = rng.choice((0, 1, 4, 33, 64, 200))
     for _ in range(EVENTS):
-        clock[0] += rng.choice(GAPS) * rng.random()
+        advance(rng.choice(GAPS) * rng.random())
         event = rng.random()
         if event < 0.15:  # the load moves, a little or a lot
             running = max(0, min(600, running + rng.choice((-64, -3, -1, 0, 1, 3, 64))))
@@ -76,6 +81,9 @@ def test_no_sequence_of_hook_calls_makes_the_controller_fall_back(monkeypatch, c
                                                                   sample_log):
     clock = [1000.0]
     monkeypatch.setattr(signals, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+
+    def advance(seconds):
+        clock[0] += seconds
     if sample_log:  # the diagnostic log's bookkeeping rides on the same hooks
         monkeypatch.setenv(sample_log_module.ENV, "1")
     else:
@@ -83,7 +91,7 @@ def test_no_sequence_of_hook_calls_makes_the_controller_fall_back(monkeypatch, c
     ctl = Controller(AdaptiveSpecConfig(**config))
     if sample_log:
         ctl.sample_log.emit = lambda line: None
-    chosen = drive(ctl, random.Random(seed), clock)
+    chosen = drive(ctl, random.Random(seed), advance)
     assert len(chosen) > EVENTS // 5
     status = ctl.status()
     assert ctl.fallback_reason is None, ctl.fallback_reason
@@ -107,3 +115,34 @@ def test_a_plain_run_timed_at_no_time_makes_a_switch_off_unpaid_not_a_failure():
     goodput = [e / t for e, t in zip(expected, times)]  # plain 250 a second, k = 2 219
     best, _ = pol._choose(bucket, times, [0, 1, 2, 3], goodput, expected)
     assert best == 2  # plain's runs here end at once: the switch off would not pay
+
+
+@pytest.mark.parametrize("config", CONFIGS[:3] + CONFIGS[4:5],
+                         ids=lambda c: "-".join(f"{v}" for v in c.values()))
+def test_simulated_ranks_decide_alike_under_any_sequence_of_hook_calls(config):
+    """Tensor parallel: three ranks (threads meeting in an all-reduce mean, started and waited
+    for later as the server's) get the same random hook calls, each with its own clock (rank r's
+    intervals (1 + 0.1 r) x the shared ones, +-5% of its own noise): every rank chooses the same
+    step count at every decision, and none falls back."""
+    ranks = 3
+    reducers = _ThreadRanksMean(ranks, asynchronous=True)
+    out = [None] * ranks
+
+    def run(r):
+        clock, noise = [1000.0], random.Random(900 + r)
+        ctl = Controller(AdaptiveSpecConfig(**config), rank=r, reducer=reducers.for_rank(r))
+        timer = ctl.timer  # this rank's clock (the module's is shared by the threads)
+        tick, elapsed, restart = timer.tick, timer.elapsed, timer.restart
+        timer.tick = lambda steps, now=None: tick(steps, now=clock[0])
+        timer.elapsed = lambda now=None: elapsed(now=clock[0])
+        timer.restart = lambda now=None: restart(now=clock[0])
+
+        def advance(seconds):
+            clock[0] += seconds * (1 + 0.1 * r) * (1 + noise.uniform(-0.05, 0.05))
+        out[r] = drive(ctl, random.Random(0), advance)
+
+    on_threads(ranks, run)
+    assert all(o is not None for o in out)  # no rank failed an assertion or fell back
+    assert out[0] == out[1] == out[2]
+    if config["policy"] == "goodput":  # the threshold policy reads rank-identical inputs only
+        assert reducers.started[0] > len(out[0]) // 64  # the ranks did merge their timings
