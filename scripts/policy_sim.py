@@ -42,6 +42,10 @@ the same scenarios, for the before/after pairs. Scenarios:
   every k's steps stalling 2.8x (trimmed by the table, kept by the wall clock), 4,000
   decisions with and without the realized rate: tokens per second against the better static
   choice, switches on, plain decisions over the last 2,000.
+- descend (session 41): 128 running (plain wins) for 600 decisions, then 60 for 6,000, where
+  k = 3's goodput is 1.03-1.15x plain's and a switch on costs 130 ms: how many decisions at 60
+  draft, and from when. With `--switch-on-horizon N` every scenario runs with a switch on's
+  price spread over N drafting steps instead of the policy's 128.
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -56,9 +60,15 @@ from pathlib import Path
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1])
-    root = ap.parse_args().root.resolve()
+    ap.add_argument("--switch-on-horizon", type=int, default=None,
+                    help="drafting steps a switch on's price is spread over (the policy's own "
+                         "default if not given; session 41's trial of a longer one)")
+    args = ap.parse_args()
+    root = args.root.resolve()
     sys.path.insert(0, str(root))
     import adaptive_spec  # the policy under test: from --root
+    if args.switch_on_horizon is not None:
+        set_switch_on_horizon(args.switch_on_horizon)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the helpers: this checkout's
     from tests.unit.draft_sim import run_rank
     from tests.unit.test_goodput_policy import (MOE16_MS, StallingFirstSamples, make_ctl, moe16_step_s,
@@ -108,7 +118,46 @@ def main() -> int:
     unfilled_busy()
     hidden_stalls()
     shared_stalls()
+    descend()
     return 0
+
+
+def set_switch_on_horizon(steps: int) -> None:
+    """Every goodput policy made from here on spreads a switch on's price over `steps`."""
+    from adaptive_spec.policy import goodput
+
+    init = goodput.GoodputPolicy.__init__
+
+    def with_horizon(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.switch_on_horizon = steps
+    goodput.GoodputPolicy.__init__ = with_horizon
+
+
+def descend() -> None:
+    """Session 41: the load drops from 128 running, where plain wins, to 60, where k = 3's goodput
+    is `gain` x plain's (k = 1, 2 at 0.84x / 0.98x of k = 3's step, as on the H200's table), a
+    switch on 130 ms: the decisions at 60 in k = 3, and when a run of them began."""
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.controller import Controller
+    from tests.unit.test_switch_cost import E3, run_switching
+
+    def costs(gain):
+        def cost(bs):
+            plain, k3 = (0.012, 0.012 * E3 / 0.7) if bs > 64 else (0.0074, 0.0074 * E3 / gain)
+            return (plain, 0.84 * k3, 0.98 * k3, k3)
+        return cost
+
+    for gain in (1.03, 1.05, 1.07, 1.10, 1.15):
+        for seed in range(2):
+            loads = [128] * 600 + [60] * 6000
+            ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+            chosen, _, switches = run_switching(ctl, loads, costs(gain), 0.13, seed)
+            at60 = chosen[600:]
+            began = next((i for i in range(len(at60) - 50) if at60[i:i + 50].count(3) >= 45), None)
+            print(f"descend 128->60 k3/plain={gain} seed={seed}: k=3 on {at60.count(3)} of "
+                  f"{len(at60)} decisions at 60, drafting from decision {began}, {switches} "
+                  f"switches on")
 
 
 def k7_h200(simulate) -> None:

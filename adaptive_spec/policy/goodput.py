@@ -168,6 +168,11 @@ class GoodputPolicy:
         # off over a plain run's, at most this many plain steps
         self.runs = PreferredRuns()
         self.plain_horizon = 8 * self.switch_horizon
+        # ... and a switch on's price over at most this many drafting steps. Longer would let a
+        # steady load switch on for a smaller gain (simulated, session 41: after a drop from 128
+        # to 60 running, gains of 3-7% are left in plain), but at 1,024 the policy flapped at a
+        # bucket edge (`policy_sim.py --switch-on-horizon 1024`, its bucket-edge lines)
+        self.switch_on_horizon = self.switch_horizon
         self._last_times: list = []  # each k's predicted step time at the last fresh decision
         # the batch buckets of the latest decisions, and how many of them each holds: where the
         # batch moves between buckets faster than a switch pays back, the choice that sticks is
@@ -473,7 +478,7 @@ class GoodputPolicy:
                 drafting = cur if best == 0 else best
                 price = min(self.switch.cost(bucket),
                             self.max_switch_share * self.switch_horizon * times[drafting])
-                longest = (self.switch_horizon if best > 0 else self.plain_horizon) * times[best]
+                longest = (self.switch_on_horizon if best > 0 else self.plain_horizon) * times[best]
                 share = _price_share(price, min(longest, self.runs.horizon_s(best > 0, bucket)))
                 # on: the price and the margin together (session 34's rule); off: each alone,
                 # as a switch off cleared the margin alone before its price was known
