@@ -168,11 +168,17 @@ class GoodputPolicy:
         # off over a plain run's, at most this many plain steps
         self.runs = PreferredRuns()
         self.plain_horizon = 8 * self.switch_horizon
-        # ... and a switch on's price over at most this many drafting steps. Longer would let a
-        # steady load switch on for a smaller gain (simulated, session 41: after a drop from 128
-        # to 60 running, gains of 3-7% are left in plain), but at 1,024 the policy flapped at a
-        # bucket edge (`policy_sim.py --switch-on-horizon 1024`, its bucket-edge lines)
+        # A switch on's price is spread over this many drafting steps, or over the time the
+        # batch has stayed in its bucket when longer (a load that has held that long is taken
+        # to hold as long again, as preferred_runs.py takes a run), up to the longest many.
+        # Session 41, simulated: with a fixed 128, a drop from 128 to 60 running where drafting
+        # won by 5-7% stayed plain (the price took ~6% of a 2-s horizon, the margin 3%); a fixed
+        # 1,024 drafted there but flapped at a bucket edge (`policy_sim.py --switch-on-horizon
+        # 1024`); growing with the stay it drafts there and moves no bucket-edge case by more
+        # than 1.6%, where a stay is short.
         self.switch_on_horizon = self.switch_horizon
+        self.switch_on_horizon_max = self.plain_horizon
+        self._bucket_now, self._bucket_since = -1, 0.0  # the batch's bucket, and since when (clock)
         self._last_times: list = []  # each k's predicted step time at the last fresh decision
         # the batch buckets of the latest decisions, and how many of them each holds: where the
         # batch moves between buckets faster than a switch pays back, the choice that sticks is
@@ -377,6 +383,8 @@ class GoodputPolicy:
             _, handle, n_table = self._pending_syncs.popleft()
             self._merge(handle.wait(), n_table)
         bucket = bucket_of(snap.running)
+        if bucket != self._bucket_now:
+            self._bucket_now, self._bucket_since = bucket, self.runs.clock
         recent = self._recent_buckets
         if len(recent) == recent.maxlen:
             self._bucket_visits[recent[0]] -= 1
@@ -478,7 +486,8 @@ class GoodputPolicy:
                 drafting = cur if best == 0 else best
                 price = min(self.switch.cost(bucket),
                             self.max_switch_share * self.switch_horizon * times[drafting])
-                longest = (self.switch_on_horizon if best > 0 else self.plain_horizon) * times[best]
+                longest = (self._switch_on_horizon_s(bucket, times[best]) if best > 0
+                           else self.plain_horizon * times[best])
                 share = _price_share(price, min(longest, self.runs.horizon_s(best > 0, bucket)))
                 # on: the price and the margin together (session 34's rule); off: each alone,
                 # as a switch off cleared the margin alone before its price was known
@@ -491,6 +500,15 @@ class GoodputPolicy:
                             or not self._mixture_prefers(best, cur, expected, default_share)):
                         best = cur
         return best, reason
+
+    def _switch_on_horizon_s(self, bucket: int, step_s: float) -> float:
+        """Seconds a switch on's price is spread over at most: `switch_on_horizon` drafting steps
+        of `step_s`, or the time the batch has stayed in `bucket` when longer (0 for another
+        bucket: a forecast's), up to `switch_on_horizon_max` steps. Rank-identical: the clock is
+        the model's predicted time of each decision (preferred_runs.py)."""
+        stayed = self.runs.clock - self._bucket_since if bucket == self._bucket_now else 0.0
+        return min(max(self.switch_on_horizon * step_s, stayed),
+                   max(self.switch_on_horizon, self.switch_on_horizon_max) * step_s)
 
     def _mixture_prefers(self, target: int, cur: int, expected: list, share: float) -> bool:
         """Where the runs are too short for a switch to pay back, the choice sticks; whether

@@ -22,9 +22,10 @@ switch on spreads its price over the mean drafting-preferred run; a switch off, 
 switch on when drafting is preferred again, over the mean plain-preferred run. Each horizon is
 at least as long as the current run has already lasted (a load that settles lengthens it at
 once), and never longer than the defaults (128 decisions at the drafting step time for a switch
-on, the horizon the policy always used; 1,024 at the plain step time for a switch off), so that
-where runs are long both rules are what they were (a load that stays at one batch bucket
-finishes no run). A switch on must clear the margin with the price paid (session 34's rule); a
+on, the horizon the policy always used, or since session 41 the time the batch has held its
+bucket when longer, up to 1,024: `GoodputPolicy._switch_on_horizon_s`; 1,024 at the plain step
+time for a switch off), so that where runs are long both rules are what they were (a load that
+stays at one batch bucket finishes no run). A switch on must clear the margin with the price paid (session 34's rule); a
 switch off, the margin and, separately, the price. Where the runs are too short for either
 switch to pay, the choice sticks, and which one sticks is decided over the mix of buckets the
 batch visits (`GoodputPolicy._mixture_prefers`).

@@ -113,7 +113,10 @@ def test_where_drafting_wins_big_the_same_stalls_do_not_turn_it_off():
 def test_every_rank_reads_the_same_ratios_from_its_own_timings():
     """Simulated TP ranks on the hidden stalls above: the same acceptance and modes, each rank's
     own step times (rank 2 10% slower). The realized sums are merged at the policy's syncs
-    through the reducer like the table, so every rank decides the same, and plain wins."""
+    through the reducer like the table, so every rank decides the same, and plain wins. (Since
+    session 41 a switch on's price is spread over the batch's stay in its bucket, so after ~1,500
+    decisions in plain the parts' 12% tip it into one drafting episode, until what k = 3
+    delivers turns it back: the last 1,000 of 4,000 decisions, not of 3,000.)"""
     ranks = 3
     reducers = _ThreadRanksMean(ranks, True)
     out = [None] * ranks
@@ -121,7 +124,7 @@ def test_every_rank_reads_the_same_ratios_from_its_own_timings():
     def run(r):
         ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3), rank=r,
                          reducer=reducers.for_rank(r))
-        chosen, _, _ = run_switching(ctl, [60] * 3000, hidden_stalls(0), 0.13, 0,
+        chosen, _, _ = run_switching(ctl, [60] * 4000, hidden_stalls(0), 0.13, 0,
                                      time_seed=100 + r, skew=1.1 if r == 2 else 1.0)
         out[r] = (chosen, ctl.policy.describe()["realized_ratio"])
 

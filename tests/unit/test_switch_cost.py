@@ -11,7 +11,7 @@ from adaptive_spec.controller import Controller
 from adaptive_spec.policy.goodput import GoodputPolicy
 from adaptive_spec.policy.step_table import MAX_BUCKET_EXP, bucket_of
 from adaptive_spec.policy.switch_cost import SwitchCost
-from adaptive_spec.signals import LoadSnapshot
+from adaptive_spec.signals import AcceptanceStats, LoadSnapshot
 
 from .draft_sim import correct_drafts, on_threads
 from .test_goodput_policy import _ThreadRanksMean
@@ -360,3 +360,41 @@ def test_a_busy_batchs_cell_whose_probes_never_fill_is_not_reprobed_at_a_switch_
         chosen, rate, switches = run_switching(ctl, [72] * 6000, cost, 0.133, seed)
         assert switches <= 6, (seed, switches, ctl.policy._probes)  # 3 first probes
         assert rate >= 0.97 * static_rate([72] * 6000, cost, 0), (seed, rate)
+
+
+def drop_costs(gain: float):
+    """Plain wins at 65-128 running; at 33-64 k = 3's goodput is `gain` x plain's (k = 1, 2 at
+    0.84x / 0.98x of its step, the H200 table's shape)."""
+    def cost(bs):
+        plain, k3 = (0.012, 0.012 * E3 / 0.7) if bs > 64 else (0.0074, 0.0074 * E3 / gain)
+        return (plain, 0.84 * k3, 0.98 * k3, k3)
+    return cost
+
+
+@pytest.mark.parametrize("longest, drafts", [(None, True), (128, False)])
+def test_a_load_that_holds_where_drafting_wins_a_little_pays_for_its_switch_on(longest, drafts):
+    """A drop from 128 running to 60, where drafting wins by 7% and a switch on costs 130 ms:
+    spread over 128 drafting steps (~2 s, the horizon before session 41) the price takes ~6%
+    and the margin 3%, and plain stayed for all 6,000 decisions; spread over the time the batch
+    has held its bucket, the switch pays once the load has held long enough."""
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    if longest is not None:
+        ctl.policy.switch_on_horizon_max = longest
+    chosen, _, _ = run_switching(ctl, [128] * 600 + [60] * 6000, drop_costs(1.07), 0.13, 0)
+    at60 = chosen[600:]
+    assert (at60[-3000:].count(3) >= 2700) == drafts, at60[-3000:].count(3)
+
+
+def test_the_switch_on_horizon_grows_only_while_the_batch_holds_its_bucket():
+    """The horizon is the batch's stay in its bucket (at least 128 drafting steps, at most
+    1,024): a new bucket starts it again, and a forecast for another bucket reads none."""
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    acc, step = AcceptanceStats(), 0.01
+    for _ in range(3000):
+        pol.decide(LoadSnapshot(running=60), acc)
+    b60, b20 = bucket_of(60), bucket_of(20)
+    assert pol.runs.clock > 1024 * step  # the decisions' predicted time: the stay so far
+    assert pol._switch_on_horizon_s(b60, step) == pytest.approx(1024 * step)
+    assert pol._switch_on_horizon_s(b20, step) == pytest.approx(128 * step)  # a forecast's
+    pol.decide(LoadSnapshot(running=20), acc)
+    assert pol._switch_on_horizon_s(b20, step) == pytest.approx(128 * step)
