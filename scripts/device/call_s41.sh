@@ -7,15 +7,52 @@
 #      127.0.0.1:30000, then one greedy request twice (the same tokens back), the status and our
 #      Prometheus series, and the server stopped. Files: serve.log, serve-status.json,
 #      serve-metrics.txt, serve-generate.json.
+#   ds (~7 min) session 41's switch-on horizon (the price spread over the batch's stay in its
+#      bucket): a step load LOW -> 128 -> LOW (25 s a phase; LOW=48, DIAL=0.9 by default: pick a
+#      LOW where EAGLE-3 beats plain by 3-9%, the band the change is for) on plain, eagle3 and
+#      goodput, one after the other; the rows per phase (phase 2 is the drop back to LOW),
+#      goodput's follow record and its decision lines. Before the change goodput stayed plain
+#      after such a drop (simulated, `policy_sim.py` descend lines).
 #   rc | rs | ...: session 40's calls (`call_s40.sh`; rc first: the realized rate at 48 / 64).
-# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s41.sh sv|rc|rs|...
+# Usage (repo root, .bundle and .device carried): bash scripts/device/call_s41.sh sv|ds|rc|rs|...
 case "${1:-}" in
-sv) ;;
+sv|ds) ;;
 *) exec bash scripts/device/call_s40.sh "$@" ;;
 esac
+PREFILL_GRAPH=${PREFILL_GRAPH:-breakable}  # SGLang's default, which common.sh turns off otherwise
 source scripts/device/common.sh
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
 DEADLINE_S=${DEADLINE_S:-560}
+
+if [ "$1" = ds ]; then
+  LOW=${LOW:-48} DIAL=${DIAL:-0.9}
+  build_pair /tmp/soak-8b "dial:$DIAL" --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built; step load $LOW -> 128 -> $LOW, dial $DIAL"
+  ( cd /tmp && python3 -m adaptive_spec.bench.cli sweep --pattern step --pattern-low "$LOW" \
+      --pattern-high 128 --duration-s 75 --sample-interval-s 0.5 --new-tokens 192 \
+      --prompt-len 40,128 --new-tokens-spread 0.5 --warmup-tokens 128 --drain-s 2 \
+      --start-stagger-s 10 --start-timeout-s 300 --deadline-s $(( $(left) - 30 )) --quiet \
+      --server-arg "--max-running-requests 260" --server-arg "--stream-interval 4" \
+      --system-args "adaptive-spec:goodput=--adaptive-spec-policy goodput --adaptive-spec-log-decisions" \
+      --target /tmp/soak-8b/target --draft "/tmp/soak-8b/draft-dial-$DIAL" --name "ds-dial-$DIAL" \
+      --systems plain,eagle3,adaptive-spec:goodput --log-dir /tmp/logs-ds \
+      --out "$OUT/sweep-ds-dial-$DIAL.json" ) > /tmp/sweep-ds.txt 2>&1
+  tail -25 /tmp/sweep-ds.txt
+  python3 - "$OUT/sweep-ds-dial-$DIAL.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d.get("rows", []):
+    print(f"[ds] {r['system']:24s} phase {r.get('phase')} N={r.get('concurrency')} "
+          f"{r.get('output_tok_s')} tok/s, running {r.get('mean_running')}")
+for r in d["systems"].get("adaptive-spec:goodput", {}).get("final_status") or []:
+    for e in r.get("follow") or []:
+        print("[ds] follow", json.dumps(e))
+PY
+  grep -h "adaptive_spec decision" /tmp/logs-ds/*.log | tail -200 > "$OUT/ds-decisions.log"
+  pack_logs logs-ds.tar.xz /tmp/logs-ds/*.log
+  bash "$REPO/scripts/device/pack_out.sh" ds
+  exit 0
+fi
 
 V=/tmp/serve-venv
 mkdir -p "$V/bin"
