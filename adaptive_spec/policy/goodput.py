@@ -808,6 +808,11 @@ class GoodputPolicy:
                 "switch_on_ms": self.switch.snapshot(),
                 # how long the model keeps preferring drafting, or plain (preferred_runs.py)
                 "preferred_runs_ms": self.runs.snapshot(),
+                # the batch's bucket now and its stay there, which a switch on's price is spread
+                # over when longer than `switch_on_horizon` drafting steps (_switch_on_horizon_s)
+                "bucket_stay_ms": ({str(2 ** self._bucket_now): round(
+                    1000 * (self.runs.clock - self._bucket_since), 1)}
+                    if self._bucket_now >= 0 else {}),
                 # tokens delivered over the model's prediction, per bucket and k (realized.py)
                 "realized_ratio": self.realized.snapshot(
                     lambda b: self._model_times(b, self._last_expected or self._unit_tokens)),

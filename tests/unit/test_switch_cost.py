@@ -396,5 +396,9 @@ def test_the_switch_on_horizon_grows_only_while_the_batch_holds_its_bucket():
     assert pol.runs.clock > 1024 * step  # the decisions' predicted time: the stay so far
     assert pol._switch_on_horizon_s(b60, step) == pytest.approx(1024 * step)
     assert pol._switch_on_horizon_s(b20, step) == pytest.approx(128 * step)  # a forecast's
+    stay = pol.describe()["bucket_stay_ms"]["64"]
+    assert stay == pytest.approx(1000 * pol.runs.clock, abs=0.1)  # 60 running from the start
     pol.decide(LoadSnapshot(running=20), acc)
     assert pol._switch_on_horizon_s(b20, step) == pytest.approx(128 * step)
+    (label, again), = pol.describe()["bucket_stay_ms"].items()  # the status: it starts again
+    assert label == "32" and again < stay / 1000  # one decision's predicted time
