@@ -8,11 +8,12 @@
 #      Prometheus series, and the server stopped. Files: serve.log, serve-status.json,
 #      serve-metrics.txt, serve-generate.json.
 #   ds (~7 min) session 41's switch-on horizon (the price spread over the batch's stay in its
-#      bucket): a step load LOW -> 128 -> LOW (25 s a phase; LOW=48, DIAL=0.9 by default: pick a
-#      LOW where EAGLE-3 beats plain by 3-9%, the band the change is for) on plain, eagle3 and
-#      goodput, one after the other; the rows per phase (phase 2 is the drop back to LOW),
-#      goodput's follow record and its decision lines. Before the change goodput stayed plain
-#      after such a drop (simulated, `policy_sim.py` descend lines).
+#      bucket): a step load LOW -> 128 -> LOW (25 s a phase) on plain, eagle3 and goodput, one
+#      after the other; the rows per phase (phase 2 is the drop back to LOW), goodput's follow
+#      record and its decision lines. LOW=36, DIAL=0.7 by default: the band the change is for,
+#      EAGLE-3 at 1.030x / 1.059x of plain at 36 requests on the H200 (session 38, `be`), a
+#      switch on at 33-64 ~130 ms. Before the change goodput stayed plain after such a drop
+#      (simulated, `policy_sim.py` descend lines).
 #   rc | rs | ...: session 40's calls (`call_s40.sh`; rc first: the realized rate at 48 / 64).
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s41.sh sv|ds|rc|rs|...
 case "${1:-}" in
@@ -25,7 +26,7 @@ say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
 DEADLINE_S=${DEADLINE_S:-560}
 
 if [ "$1" = ds ]; then
-  LOW=${LOW:-48} DIAL=${DIAL:-0.9}
+  LOW=${LOW:-36} DIAL=${DIAL:-0.7}
   build_pair /tmp/soak-8b "dial:$DIAL" --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
   say "model built; step load $LOW -> 128 -> $LOW, dial $DIAL"
   ( cd /tmp && python3 -m adaptive_spec.bench.cli sweep --pattern step --pattern-low "$LOW" \
