@@ -140,19 +140,13 @@ def descend() -> None:
     switch on 130 ms: the decisions at 60 in k = 3, and when a run of them began."""
     from adaptive_spec.config import AdaptiveSpecConfig
     from adaptive_spec.controller import Controller
-    from tests.unit.test_switch_cost import E3, run_switching
-
-    def costs(gain):
-        def cost(bs):
-            plain, k3 = (0.012, 0.012 * E3 / 0.7) if bs > 64 else (0.0074, 0.0074 * E3 / gain)
-            return (plain, 0.84 * k3, 0.98 * k3, k3)
-        return cost
+    from tests.unit.test_switch_cost import drop_costs, run_switching
 
     for gain in (1.03, 1.05, 1.07, 1.10, 1.15):
         for seed in range(2):
             loads = [128] * 600 + [60] * 6000
             ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
-            chosen, _, switches = run_switching(ctl, loads, costs(gain), 0.13, seed)
+            chosen, _, switches = run_switching(ctl, loads, drop_costs(gain), 0.13, seed)
             at60 = chosen[600:]
             began = next((i for i in range(len(at60) - 50) if at60[i:i + 50].count(3) >= 45), None)
             print(f"descend 128->60 k3/plain={gain} seed={seed}: k=3 on {at60.count(3)} of "

@@ -506,9 +506,13 @@ class GoodputPolicy:
         of `step_s`, or the time the batch has stayed in `bucket` when longer (0 for another
         bucket: a forecast's), up to `switch_on_horizon_max` steps. Rank-identical: the clock is
         the model's predicted time of each decision (preferred_runs.py)."""
-        stayed = self.runs.clock - self._bucket_since if bucket == self._bucket_now else 0.0
-        return min(max(self.switch_on_horizon * step_s, stayed),
+        return min(max(self.switch_on_horizon * step_s, self._bucket_stay_s(bucket)),
                    max(self.switch_on_horizon, self.switch_on_horizon_max) * step_s)
+
+    def _bucket_stay_s(self, bucket: int) -> float:
+        """Predicted seconds of the decisions since the batch entered `bucket` (0 for another
+        bucket than the batch's now)."""
+        return self.runs.clock - self._bucket_since if bucket == self._bucket_now else 0.0
 
     def _mixture_prefers(self, target: int, cur: int, expected: list, share: float) -> bool:
         """Where the runs are too short for a switch to pay back, the choice sticks; whether
@@ -811,7 +815,7 @@ class GoodputPolicy:
                 # the batch's bucket now and its stay there, which a switch on's price is spread
                 # over when longer than `switch_on_horizon` drafting steps (_switch_on_horizon_s)
                 "bucket_stay_ms": ({str(2 ** self._bucket_now): round(
-                    1000 * (self.runs.clock - self._bucket_since), 1)}
+                    1000 * self._bucket_stay_s(self._bucket_now), 1)}
                     if self._bucket_now >= 0 else {}),
                 # tokens delivered over the model's prediction, per bucket and k (realized.py)
                 "realized_ratio": self.realized.snapshot(
