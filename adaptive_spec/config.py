@@ -334,6 +334,7 @@ def _check_force(value: str) -> None:
         return
     if value.startswith("flap:"):
         period = value.split(":", 1)[1]
-        if period.isdigit() and 1 <= int(period) <= 1_000_000:
+        # isascii: '²' is a digit to isdigit() but not to int()
+        if period.isascii() and period.isdigit() and 1 <= int(period) <= 1_000_000:
             return
     raise ConfigError(flag, f"must be 'off', 'on' or 'flap:N' with N >= 1, got {value!r}")

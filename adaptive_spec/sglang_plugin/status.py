@@ -30,8 +30,10 @@ RUNTIME_KEYS = ("policy",
 # Keys whose value is one of a tuple of choices: on the wire, the index in the tuple.
 _CHOICES = {"off_path": OFF_PATHS, "off_barrier": OFF_BARRIERS, "plain_kv": PLAIN_KV, "off_prefill": OFF_PREFILLS,
             "catchup": CATCHUPS}
-# Keys whose 0 means "unset" on the wire.
-_ZERO_IS_NONE = ("queue_threshold", "hysteresis", "min_accept_len", "tpot_slo_ms")
+# Keys whose 0 means "unset" on the wire (0 is not a valid value of theirs).
+_ZERO_IS_NONE = ("queue_threshold", "min_accept_len", "tpot_slo_ms")
+# ... and those where 0 is valid (no hysteresis), whose -1 does
+_MINUS_ONE_IS_NONE = ("hysteresis",)
 _FORCE_CODES = {None: 0, "off": -1, "on": -2}
 
 
@@ -74,7 +76,7 @@ def encode_changes(new: AdaptiveSpecConfig, keys) -> dict:
         elif key == "log_decisions":
             value = int(bool(value))
         elif value is None:
-            value = 0
+            value = -1 if key in _MINUS_ONE_IS_NONE else 0
         out[PREFIX + key] = value
     return out
 
@@ -93,7 +95,7 @@ def decode_changes(numbers: dict) -> dict:
             value = "goodput" if value else "threshold"
         elif key == "log_decisions":
             value = bool(value)
-        elif key in _ZERO_IS_NONE and value == 0:
+        elif key in _ZERO_IS_NONE and value == 0 or key in _MINUS_ONE_IS_NONE and value == -1:
             value = None
         changes[key] = value
     return changes
