@@ -92,3 +92,38 @@ def test_a_hysteresis_of_zero_set_at_run_time_stays_zero():
     assert decode_changes(encode_changes(new, ["hysteresis"])) == {"hysteresis": 0}
     unset = validate_changes(AdaptiveSpecConfig(hysteresis=5), {"hysteresis": None})
     assert decode_changes(encode_changes(unset, ["hysteresis"])) == {"hysteresis": None}
+
+
+CLI_CASES = 150
+
+
+def test_any_value_of_our_flags_gives_a_server_config_or_one_line_and_exit_2(tiny_models, capsys):
+    """The same values as command-line text through the launcher's real parser (SGLang's flags
+    and ours): a config, or argparse's one-line exit 2, or our UsageError, nothing else."""
+    from adaptive_spec.sglang_plugin.args import _CHOICE_FLAGS, _FLAGS
+    from adaptive_spec.sglang_plugin.launch import UsageError, parse_args
+
+    target, draft = tiny_models
+    base = ["--model-path", target, "--device", "cpu", "--skip-tokenizer-init",
+            "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", draft]
+    rng, outcomes = random.Random(2), {"config": 0, "usage": 0, "exit": 0}
+    for _ in range(CLI_CASES):
+        argv = list(base)
+        for key in rng.sample([*_FLAGS, *_CHOICE_FLAGS, "force"], rng.randint(1, 3)):
+            value = random_value(rng, key)
+            argv += ["--adaptive-spec-" + key.replace("_", "-"), str(value).lower()
+                     if isinstance(value, bool) else str(value)]
+        capsys.readouterr()  # SGLang's own log lines of the last case
+        try:
+            parse_args(argv)
+            outcomes["config"] += 1
+        except UsageError as exc:
+            assert "\n" not in str(exc)
+            outcomes["usage"] += 1
+        except SystemExit as exc:
+            assert exc.code == 2
+            err = capsys.readouterr().err
+            assert err.strip().splitlines()[-1].startswith("adaptive-spec-server: error: ")
+            assert "Traceback" not in err
+            outcomes["exit"] += 1
+    assert min(outcomes.values()) > 0, outcomes
