@@ -240,7 +240,7 @@ def validate_obj(d: Any) -> List[str]:
     if not isinstance(d, dict):
         return ["top level: expected a JSON object"]
     s = d.get("schema")
-    if s not in VALIDATORS:
+    if not isinstance(s, str) or s not in VALIDATORS:  # a list or an object is unhashable
         return [f"schema: expected one of {', '.join(VALIDATORS)}, got {s!r:.60}"]
     VALIDATORS[s](v, d)
     return v.problems
