@@ -4,6 +4,7 @@ The tokenizer manager (which would talk to scheduler processes over ZMQ) is a na
 what it forwards to is our real scheduler-side hooks and a real Controller.
 """
 
+import json
 import types
 
 import pytest
@@ -94,3 +95,37 @@ def test_policy_switch_only_to_built_step_counts(monkeypatch):
         assert (resp.status_code == 200) is ok, resp.json()
         assert state.get_controller().cfg.policy == (switch_to if ok else started)
     state.reset_for_tests()
+
+
+def test_random_bodies_get_200_or_400_and_only_accepted_changes_apply(client):
+    """The route under random bodies (random settings of random types, and bodies that are not
+    settings at all): every answer is 200 or 400 with a JSON verdict, never a 500; a refused
+    body changes nothing; an accepted one arrives at the controller as validated."""
+    import random
+
+    from adaptive_spec.sglang_plugin.status import validate_changes
+
+    from unit.test_config_fuzz import random_settings  # tests/ is on the path (no __init__)
+
+    rng, ctl, applied = random.Random(3), state.get_controller(), 0
+    odd = ([], [1], "threshold", 3, None, {"max_steps": 4}, {"turbo": 1}, {"reset_stats": True})
+    for _ in range(300):
+        body = rng.choice(odd) if rng.random() < 0.1 else random_settings(rng, status.RUNTIME_KEYS)
+        before = ctl.cfg
+        try:
+            expected = validate_changes(before, dict(body)) if isinstance(body, dict) else None
+        except status.SettingsError:
+            expected = None
+        # a change to goodput needs step counts this threshold server did not build
+        if expected is not None and set(expected.candidate_steps()) - set(before.candidate_steps()):
+            expected = None
+        answer = client.post("/adaptive_spec/config", content=json.dumps(body),  # NaN as Python writes it
+                             headers={"Content-Type": "application/json"})
+        assert answer.status_code in (200, 400), (body, answer.text)
+        assert answer.json()["ok"] is (answer.status_code == 200)
+        if expected is None and body != {"reset_stats": True}:
+            assert answer.status_code == 400 and ctl.cfg == before, body
+        elif expected is not None:
+            assert answer.status_code == 200 and ctl.cfg == expected, body
+            applied += 1
+    assert applied > 20
