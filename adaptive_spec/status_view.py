@@ -17,6 +17,7 @@ never imports SGLang.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -39,6 +40,21 @@ class ViewError(Exception):
         self.code = code
 
 
+def _shape_checked(read):
+    """A status or file of another shape (a server of another version, a hand-edited file) is
+    one ViewError, not a traceback."""
+    @functools.wraps(read)
+    def checked(*args, **kwargs):
+        try:
+            return read(*args, **kwargs)
+        except (AttributeError, TypeError, ValueError, IndexError, KeyError) as exc:
+            raise ViewError(f"the status has a shape this viewer does not read "
+                            f"({type(exc).__name__}: {exc}); a server of another version?",
+                            2) from None
+    return checked
+
+
+@_shape_checked
 def rank_statuses(body, system: Optional[str] = None) -> List[Optional[dict]]:
     """The controller statuses in any of the accepted shapes (see the module docstring)."""
     if isinstance(body, dict) and "ranks" in body:
@@ -131,6 +147,7 @@ def _decisions(st: dict) -> str:
     return "  ".join(f"k={key.replace(':', ' ')} {n}" for key, n in items[:8]) or "none yet"
 
 
+@_shape_checked
 def render(ranks: List[Optional[dict]]) -> str:
     live = [r for r in ranks if r]
     if not live:

@@ -179,23 +179,6 @@ def test_verify_host_profile_without_a_gpu_says_so_in_one_line():
     assert r.returncode == 2 and r.stderr.strip() == "verify_host_profile: CUDA is required"
 
 
-_ODD = (None, 0, -1, 1e308, float("nan"), "", "x", [], {}, True, [1, 2], {"a": 1})
-
-
-def _mutate(rng, node, depth=0):
-    """Delete or replace one value somewhere in a parsed result, or go one level deeper."""
-    if not isinstance(node, (dict, list)) or not node:
-        return
-    key = rng.choice(list(node)) if isinstance(node, dict) else rng.randrange(len(node))
-    roll = rng.random()
-    if roll < 0.3:
-        del node[key]
-    elif roll < 0.6 or depth > 6:
-        node[key] = rng.choice(_ODD)
-    else:
-        _mutate(rng, node[key], depth + 1)
-
-
 @pytest.mark.parametrize("name", ["2026-12-05-s40-dense-64-128-fo.json",
                                   "2026-12-02-s25-kernels-grid-stream.json",
                                   "2026-12-05-s41-decision-cost.json",
@@ -206,12 +189,14 @@ def test_a_damaged_result_gets_problems_listed_not_an_exception(name):
     would print a traceback). Found this way: a `schema` field holding a list or an object."""
     import random
 
+    from unit.damage import damage  # tests/ is on the path (no __init__)
+
     rng, original = random.Random(0), json.loads((RESULTS / name).read_text())
     flagged = 0
     for _ in range(200):
         doc = copy.deepcopy(original)
         for _ in range(rng.randint(1, 3)):
-            _mutate(rng, doc)
+            damage(rng, doc)
         problems = schema.validate_obj(doc)
         assert all(isinstance(p, str) for p in problems)
         flagged += bool(problems)

@@ -15,6 +15,7 @@ from adaptive_spec.config import AdaptiveSpecConfig
 from adaptive_spec.controller import Controller
 from adaptive_spec.signals import LoadSnapshot
 
+from .damage import damage
 from .draft_sim import correct_drafts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,3 +157,21 @@ def test_what_each_k_delivered_is_shown_where_it_differs_from_the_model():
     assert page[at + 2].split() == ["33-64", "1.000", "(30)", "0.936", "(320)"]
     st["cost_model"]["realized_ratio"]["64"]["3"] = [1.0, 320.0]  # all as modelled: not shown
     assert "delivered over" not in status_view.render([st])
+
+
+def test_a_status_of_another_shape_is_one_view_error_not_a_traceback():
+    """Damaged statuses (a value deleted or of the wrong type, as a server of another version or
+    a hand-edited file could hold): the page renders, or one ViewError says why it cannot.
+    Before, such damage ended in tracebacks (AttributeError, ValueError, IndexError)."""
+    rng, good = random.Random(0), served_controller().status()
+    refused = 0
+    for _ in range(500):
+        body = {"ranks": [copy.deepcopy(good)]}
+        for _ in range(rng.randint(1, 3)):
+            damage(rng, body)
+        try:
+            assert isinstance(status_view.render(status_view.rank_statuses(body)), str)
+        except status_view.ViewError as exc:
+            assert exc.code == 2 or "not active" in str(exc)
+            refused += 1
+    assert refused > 10
