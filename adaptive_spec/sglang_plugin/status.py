@@ -95,7 +95,7 @@ def decode_changes(numbers: dict) -> dict:
             value = "goodput" if value else "threshold"
         elif key == "log_decisions":
             value = bool(value)
-        elif key in _ZERO_IS_NONE and value == 0 or key in _MINUS_ONE_IS_NONE and value == -1:
+        elif (key in _ZERO_IS_NONE and value == 0) or (key in _MINUS_ONE_IS_NONE and value == -1):
             value = None
         changes[key] = value
     return changes
