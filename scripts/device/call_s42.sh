@@ -19,7 +19,7 @@ PARTS="adaptive-spec:goodput-parts=--adaptive-spec-policy goodput --adaptive-spe
 dense_pinned_setup r64
 export ADAPTIVE_SPEC_SAMPLE_LOG=1
 sweep 0 r64-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
-  plain,eagle3,adaptive-spec:goodput,adaptive-spec:goodput-parts --concurrency "${CONC:-64}" \
+  "${SYSTEMS:-plain,eagle3,adaptive-spec:goodput,adaptive-spec:goodput-parts}" --concurrency "${CONC:-64}" \
   --repeat 2 --time-budget-s 6 --start-timeout-s 300 --system-args "$GOODPUT" \
   --system-args "$PARTS" > /tmp/tail-r64.txt
 grep -h "adaptive_spec samples" /tmp/logs-r64-dense/server-adaptive-spec_goodput.log \
