@@ -3,7 +3,8 @@
 #   r64 (~5 min) session 40's `rc` at one level: plain, eagle3, goodput (the realized rate, the
 #      default) and goodput-parts (`--adaptive-spec-goodput-model parts`) at CONC (default 64,
 #      where session 40's goodput drafted k = 3 on a tie of its model's parts and made 0.92x of
-#      plain on an H100), 2 passes, the goodput server's samples logged; then the paired ratios,
+#      plain on an H100), 2 passes (SYSTEMS= a shorter list for a short budget), the goodput
+#      server's samples logged; then the paired ratios,
 #      the status's realized ratios and what each k delivered per bucket (`sample_summary`).
 #   sv | ds | rc | rs | ...: session 41's calls (`call_s41.sh`).
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s42.sh r64|sv|...
