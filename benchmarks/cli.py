@@ -420,7 +420,11 @@ def cmd_paired(a: argparse.Namespace) -> int:
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise BenchError(f"cannot read sweep rows from {f}: {e}") from None
     reference = _reference_systems(a.of)
-    pooled = st.pooled_pairs(runs, a.system, reference)
+    try:
+        pooled = st.pooled_pairs(runs, a.system, reference)
+    except (AttributeError, TypeError, ValueError, KeyError) as e:  # a damaged file's rows
+        raise BenchError(f"rows of another shape than a sweep's ({type(e).__name__}: {e}); "
+                         f"`{PROG} validate FILE` says where") from None
     if not pooled:
         raise BenchError(f"no paired repeats of {', '.join(a.system)} against {a.of} in these files")
     of = reference[0] if len(reference) == 1 else f"max({', '.join(reference)})"

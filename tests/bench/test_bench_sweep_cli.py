@@ -466,6 +466,22 @@ def test_paired_of_a_list_takes_the_best_of_them_in_each_repeat(cli_cmd, tmp_pat
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "bad --of" in bad.stderr
 
 
+def test_paired_on_damaged_rows_says_so_in_one_line(tmp_path, capsys):
+    """Rows of another shape (a damaged or hand-edited file: a row that is a string, a level
+    whose throughput is text) are one line and exit 2, not a traceback. Found by damaging a
+    committed sweep at random (`tests/unit/damage.py`)."""
+    rows = [{"system": "plain", "concurrency": 16, "repeat": 0, "output_tok_s": 100.0},
+            {"system": "adaptive-spec:goodput", "concurrency": 16, "repeat": 0,
+             "output_tok_s": 110.0}]
+    for damaged in (rows + ["x"], [dict(rows[0], output_tok_s="fast"), rows[1],
+                                   dict(rows[0], system="eagle3", output_tok_s=90.0)]):
+        f = tmp_path / "run.json"
+        f.write_text(json.dumps({"rows": damaged}))
+        code = cli.main(["paired", str(f), "--system", "adaptive-spec:goodput", "--of", "envelope"])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "validate FILE" in err, err
+
+
 def test_paired_pools_the_committed_off_step_repeats_of_sessions_8_and_9(cli_cmd):
     """The README's "1.000x at 64 over 6 paired repeats" comes from this command."""
     res = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
