@@ -30,10 +30,9 @@ RUNTIME_KEYS = ("policy",
 # Keys whose value is one of a tuple of choices: on the wire, the index in the tuple.
 _CHOICES = {"off_path": OFF_PATHS, "off_barrier": OFF_BARRIERS, "plain_kv": PLAIN_KV, "off_prefill": OFF_PREFILLS,
             "catchup": CATCHUPS}
-# Keys whose 0 means "unset" on the wire (0 is not a valid value of theirs).
-_ZERO_IS_NONE = ("queue_threshold", "min_accept_len", "tpot_slo_ms")
-# ... and those where 0 is valid (no hysteresis), whose -1 does
-_MINUS_ONE_IS_NONE = ("hysteresis",)
+# Optional keys: the number that means "unset" on the wire, one that is not a valid value (a
+# hysteresis of 0 is valid: no hysteresis)
+_UNSET_ON_WIRE = {"queue_threshold": 0, "min_accept_len": 0, "tpot_slo_ms": 0, "hysteresis": -1}
 _FORCE_CODES = {None: 0, "off": -1, "on": -2}
 
 
@@ -76,7 +75,7 @@ def encode_changes(new: AdaptiveSpecConfig, keys) -> dict:
         elif key == "log_decisions":
             value = int(bool(value))
         elif value is None:
-            value = -1 if key in _MINUS_ONE_IS_NONE else 0
+            value = _UNSET_ON_WIRE.get(key, 0)
         out[PREFIX + key] = value
     return out
 
@@ -95,7 +94,7 @@ def decode_changes(numbers: dict) -> dict:
             value = "goodput" if value else "threshold"
         elif key == "log_decisions":
             value = bool(value)
-        elif (key in _ZERO_IS_NONE and value == 0) or (key in _MINUS_ONE_IS_NONE and value == -1):
+        elif key in _UNSET_ON_WIRE and value == _UNSET_ON_WIRE[key]:
             value = None
         changes[key] = value
     return changes
