@@ -47,6 +47,7 @@ CMD=("$VENV/bin/adaptive-spec-server" --model-path "$TARGET" --host 127.0.0.1 --
   --speculative-algorithm EAGLE3 --speculative-draft-model-path "$DRAFT"
   --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4
   --max-running-requests 256 --cuda-graph-bs-decode 1 2 4 8 16 32 64 128 256
+  --enable-metrics  # SGLang's /metrics, with our adaptive_spec_* series
   --adaptive-spec-threshold 32 --adaptive-spec-min-accept-len 1.5 "$@")
 if [ -n "${ADAPTIVE_SPEC_SERVE_DRY_RUN:-}" ]; then
   printf '%s\n' "${CMD[@]}"

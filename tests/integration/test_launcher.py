@@ -192,6 +192,7 @@ def test_readme_main_command_builds_models_and_its_server_command_parses(tmp_pat
     assert cfg == AdaptiveSpecConfig(threshold=32, min_accept_len=1.5, max_steps=3)
     assert server_args.speculative_draft_model_path == str(models / "draft-dial-0.7")
     assert (server_args.host, server_args.port) == ("127.0.0.1", 30000)
+    assert server_args.enable_metrics  # /metrics carries our series (README, Prometheus)
 
 
 @pytest.mark.parametrize("target, draft, says", [
