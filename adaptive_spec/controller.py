@@ -20,6 +20,7 @@ from . import sample_log
 from .config import AdaptiveSpecConfig
 from .follow import PROBING, FollowLog
 from .policy import Decision, make_policy
+from .policy.base import configured_policy
 from .policy.step_table import bucket_of
 from .signals import AcceptanceStats, LoadSnapshot, StepTimer
 from .staleness import StalenessLedger
@@ -156,6 +157,12 @@ def _priced(steps: int, seconds: Optional[float], launched: bool) -> tuple:
     """A result around a switch on, for `observe_switch_on`: (step count it is priced at,
     seconds), and True third when a prefill's launch landed in it."""
     return (steps, seconds, True) if launched else (steps, seconds)
+
+
+# Settings no policy reads (policy/*.py read the threshold, queue, acceptance-floor, re-probe,
+# max-steps, model and TPOT keys): changing only these keeps the configured policy's state
+POLICY_BLIND_KEYS = frozenset({"force", "log_decisions", "fallback", "off_path", "off_barrier",
+                               "plain_kv", "off_prefill", "catchup"})
 
 
 class Controller:
@@ -556,12 +563,17 @@ class Controller:
         return self._digest
 
     def update_settings(self, new_cfg: AdaptiveSpecConfig) -> None:
-        """Run-time change (validated by the caller); the policy restarts from the new settings."""
+        """Run-time change (validated by the caller). The policy restarts from the new settings
+        when one it reads changed; a change of only the keys no policy reads (forcing drafting
+        off or on and lifting it, the off path, logging) keeps the configured policy with what
+        it learned (a goodput policy's cost model: minutes of samples)."""
         if not set(new_cfg.candidate_steps()) <= set(self.built_steps):
             raise ValueError(f"step counts {new_cfg.candidate_steps()} were not all built at start ({self.built_steps})")
         logger.info("adaptive_spec: settings changed on rank %d: %s", self.rank, new_cfg.to_json())
+        changed = {k for k in new_cfg.keys() if getattr(new_cfg, k) != getattr(self.cfg, k)}
+        keep = configured_policy(self.policy) if changed <= POLICY_BLIND_KEYS else None
         self.cfg = new_cfg
-        self.policy = make_policy(new_cfg, self.reducer)
+        self.policy = make_policy(new_cfg, self.reducer, keep=keep)
         self.log.enabled = new_cfg.log_decisions
         self._flush()
         self.last = None

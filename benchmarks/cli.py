@@ -83,6 +83,15 @@ def _names(s: str) -> List[str]:
     return v
 
 
+def _arms(s: str) -> List[str]:
+    from .interleave import parse_arms
+
+    try:
+        return parse_arms(s)
+    except BenchError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+
+
 def _attach(s: str):
     if "=" not in s:
         raise argparse.ArgumentTypeError(f"expected NAME=URL, got {s!r}")
@@ -139,6 +148,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="measure each level R times in a row (systems rotated each time); rows "
                         "get 'repeat' and the result 'paired_vs_plain': each system's tok/s over "
                         "plain's in the same repeat, mean and 95%% interval over the repeats")
+    g.add_argument("--interleave", type=_arms, default=[], metavar="ARMS",
+                   help="e.g. off,on,policy: one adaptive-spec server per level, its settings "
+                        "switched between drafting forced off, forced on and its own policy "
+                        "every --interleave-window-s seconds (benchmarks/interleave.py); rows per "
+                        "arm and round, the result's 'paired_vs_static'")
+    g.add_argument("--interleave-window-s", type=float, default=4.0)
+    g.add_argument("--interleave-settle-s", type=float, default=1.0,
+                   help="the start of each window left uncounted (the switch settling)")
+    g.add_argument("--interleave-rounds", type=int, default=6,
+                   help="rounds per level, each arm once a round, the order rotated")
     g.add_argument("--time-budget-from", type=_budgets, default={}, metavar="N:S,...",
                    help="longer levels at high load: from concurrency N on, S seconds "
                         "(e.g. 128:8,256:10)")
@@ -289,6 +308,8 @@ def _config_from(a: argparse.Namespace, argv: List[str]):
         start_mode=a.start_mode, start_stagger_s=a.start_stagger_s,
         start_timeout_s=a.start_timeout_s, min_start_s=a.min_start_s,
         pin_scheduler_cpus=a.pin_scheduler_cpus, freeze_gc=a.freeze_gc, order=a.order, repeat=a.repeat,
+        interleave=a.interleave, interleave_window_s=a.interleave_window_s,
+        interleave_settle_s=a.interleave_settle_s, interleave_rounds=a.interleave_rounds,
         time_budget_s=a.time_budget_s,
         time_budget_from=a.time_budget_from,
         drain_s=a.drain_s, requests_per_level=a.requests_per_level,

@@ -516,24 +516,32 @@ async def _finish(tasks: list, hard: float) -> int:
 async def run_closed(client: Client, prompt_fn: PromptFn, schedule: Schedule, *,
                      max_requests: int, time_budget_s: float, drain_s: float,
                      on_request: Optional[Callable[[RequestRecord], None]] = None,
-                     new_tokens_fn: Optional[Callable[[int], int]] = None) -> LoopResult:
+                     new_tokens_fn: Optional[Callable[[int], int]] = None,
+                     records: Optional[List[RequestRecord]] = None,
+                     stop: Optional[asyncio.Event] = None) -> LoopResult:
     """Closed loop: worker w issues requests back-to-back while w < schedule.at(t).
 
-    Stops issuing at ``min(time_budget_s, schedule.duration)`` or after ``max_requests``;
-    requests still running ``drain_s`` later are cut off (their tokens so far are kept).
-    ``new_tokens_fn(idx)``: request idx's max_new_tokens (default: the client's).
+    Stops issuing at ``min(time_budget_s, schedule.duration)``, after ``max_requests`` or once
+    ``stop`` is set; requests still running ``drain_s`` after the budget's end are cut off
+    (their tokens so far are kept). ``new_tokens_fn(idx)``: request idx's max_new_tokens
+    (default: the client's). ``records``: the list the requests go into as they are issued
+    (a caller watching the loop while it runs), else a new one.
     """
     if max_requests < 1 or time_budget_s <= 0:
         raise BenchError("max_requests must be >= 1 and the time budget > 0")
-    records: List[RequestRecord] = []
+    records = [] if records is None else records
     counter = itertools.count()
     t0 = now()
     stop_issue = t0 + min(time_budget_s, schedule.duration)
     hard = stop_issue + max(0.0, drain_s)
+    stopped_at: List[float] = []
 
     async def worker(w: int):
         while True:
             t = now()
+            if stop is not None and stop.is_set():
+                stopped_at.append(t)
+                return
             if t >= stop_issue:
                 return
             if w >= schedule.at(t - t0):
@@ -551,7 +559,7 @@ async def run_closed(client: Client, prompt_fn: PromptFn, schedule: Schedule, *,
     tasks = [asyncio.ensure_future(worker(w)) for w in range(schedule.max)]
     await _finish(tasks, hard)
     n_cut = sum(1 for r in records if r.cancelled)
-    return LoopResult(records, t0, stop_issue, now(), n_cut)
+    return LoopResult(records, t0, min(stopped_at + [stop_issue]), now(), n_cut)
 
 
 async def run_open(client: Client, prompt_fn: PromptFn, *, rate: float, max_concurrency: int,

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from . import interleave as il
 from . import loadgen as lg
 from . import stats as st
 from .loadgen import BenchError, RunError
@@ -111,6 +112,11 @@ class SweepConfig:
     freeze_gc: List[str] = field(default_factory=list)
     order: str = "level"                      # level|system (parallel mode)
     repeat: int = 1                           # closed/open levels: each measured this many times in a row
+    # arms switched on one server within each closed level (interleave.py); empty: off
+    interleave: List[str] = field(default_factory=list)
+    interleave_window_s: float = 4.0
+    interleave_settle_s: float = 1.0
+    interleave_rounds: int = 6
     time_budget_s: float = 6.0
     time_budget_from: Dict[int, float] = field(default_factory=dict)  # {N: s}: levels >= N
     drain_s: float = 4.0
@@ -297,6 +303,7 @@ class Sweep:
         self.log_dir: Optional[Path] = None
         self.pin = SchedulerPin(cfg.pin_scheduler_cpus) if cfg.pin_scheduler_cpus else None
         self._profiled: set = set()  # (system, N) whose level was profiled (--profile-at)
+        self._interleave_passes: Dict[int, int] = {}  # N -> interleaved levels measured so far
 
     # -- checks -------------------------------------------------------------------------
     def _validate(self):
@@ -374,6 +381,12 @@ class Sweep:
             raise BenchError("--burst-s must be in (0, --period-s)")
         if c.builtin_adaptive_config:
             builtin_adaptive_steps(c.builtin_adaptive_config)  # readable, has candidates
+        if c.interleave:
+            if c.pattern != "steady" or c.rates:
+                raise BenchError("--interleave runs closed levels (--concurrency), not patterns "
+                                 "or rates")
+            il.check_settings(c.interleave, c.systems, c.interleave_window_s,
+                              c.interleave_settle_s, c.interleave_rounds)
 
     def _vocab(self) -> int:
         if self.cfg.vocab:
@@ -603,7 +616,14 @@ class Sweep:
             res["timeline"] = []
         if c.temperature == 0 and "plain" in self.outputs:
             res["lossless"] = st.lossless_check(self.outputs)
-        if c.repeat > 1:
+        if c.interleave:
+            wl["interleave"] = {"arms": list(c.interleave), "window_s": c.interleave_window_s,
+                                "settle_s": c.interleave_settle_s, "rounds": c.interleave_rounds}
+            forced = [il.ARM_SYSTEMS[a] for a in c.interleave if a in il.ARM_SYSTEMS]
+            res["paired_vs_static"] = st.paired_ratios(self.rows, forced)
+            if il.NOTE not in self.notes:
+                self.notes.append(il.NOTE)
+        elif c.repeat > 1:
             res["paired_vs_plain"] = st.paired_ratios(self.rows)
             if "eagle3" in c.systems:  # the envelope in each repeat: the issues' 0.98x claims
                 res["paired_vs_envelope"] = st.paired_ratios(self.rows, ("plain", "eagle3"))
@@ -668,6 +688,8 @@ class Sweep:
         request lives longer and the streams take longer to spread out)."""
         kind, val = level
         c = self.cfg
+        if c.interleave:  # the rounds, after the ramp to N streaming requests (~1-5 s)
+            return il.planned_s(c.interleave, c.interleave_window_s, c.interleave_rounds) + 5.0
         n = int(val) if kind == "closed" else self.max_concurrency
         keys = [k for k in c.time_budget_from if k <= n]
         return c.time_budget_from[max(keys)] if keys else c.time_budget_s
@@ -781,7 +803,13 @@ class Sweep:
             place.start()
             try:  # stopped even when the level fails (a server died): no stray timer task
                 t_wall = time.time()
-                if kind == "closed":
+                windows = None
+                if kind == "closed" and c.interleave:
+                    n = int(val)
+                    key = f"c{n}"
+                    res, windows = await self._interleaved(cl, n, key)
+                    sched = None
+                elif kind == "closed":
                     n = int(val)
                     key = f"c{n}"
                     budget = self.level_budget_s(level)
@@ -820,7 +848,9 @@ class Sweep:
                 self.notes.append(f"{name}: not idle 30 s after level {kind} {val} ({leftover})")
         recs = res.records
         base = {"system": name}
-        if kind in ("closed", "open"):
+        if windows is not None:
+            self._window_rows(name, int(val), recs, res, windows, samples)
+        elif kind in ("closed", "open"):
             row = dict(base, concurrency=int(val) if kind == "closed" else self.max_concurrency)
             if kind == "open":
                 row["request_rate"] = float(val)
@@ -856,6 +886,40 @@ class Sweep:
             self._pattern_rows(name, recs, res, sched, samples)
         self._trace(name, key, recs)
         self._keep_outputs(name, key, recs)
+
+    async def _interleaved(self, cl: lg.Client, n: int, key: str) -> tuple:
+        """A closed loop of n requests while the server's settings switch between the arms
+        (interleave.py): (the loop's result, the counted windows)."""
+        c = self.cfg
+        total = il.planned_s(c.interleave, c.interleave_window_s, c.interleave_rounds)
+        records: list = []
+        stop = asyncio.Event()
+
+        def ready() -> bool:
+            first = records[:n]
+            return len(first) == n and all(r.chunk_times for r in first)
+
+        loop = lg.run_closed(cl, self.prompt_fn(key), lg.steady(n, total + il.READY_TIMEOUT_S),
+                             max_requests=c.requests_per_level or 1_000_000,
+                             time_budget_s=total + il.READY_TIMEOUT_S, drain_s=c.drain_s,
+                             new_tokens_fn=self.new_tokens_fn(key), records=records, stop=stop)
+        res, windows = await asyncio.gather(
+            loop, il.run_windows(cl, c.interleave, c.interleave_rounds, c.interleave_window_s,
+                                 c.interleave_settle_s, ready, stop))
+        return res, windows
+
+    def _window_rows(self, name: str, n: int, recs, res, windows, samples) -> None:
+        """One row per arm and round; `repeat` numbers rounds on across passes."""
+        c = self.cfg
+        passes = self._interleave_passes.get(n, 0)
+        self._interleave_passes[n] = passes + 1
+        for w in windows:
+            row = {"system": il.arm_system(w.arm, name), "concurrency": n, "arm": w.arm,
+                   "repeat": passes * c.interleave_rounds + w.round, "window": "interleaved",
+                   "t_start_s": round(w.t0 - res.t0, 3), "t_end_s": round(w.t1 - res.t0, 3)}
+            row.update(st.summarize(recs, window=(w.t0, w.t1), stream=c.stream))
+            self._server_side(row, [s for s in samples if w.t0 <= s["t"] <= w.t1])
+            self.rows.append(row)
 
     def _server_side(self, row: dict, samples: List[dict], steady=None) -> None:
         live = [s for s in samples if not s.get("final")]
@@ -1210,7 +1274,8 @@ def table(result: dict) -> str:
             f"{_fmt(r.get('tpot_ms_p50')):>7} {_fmt(r.get('tpot_ms_p99')):>7} "
             f"{_fmt(r.get('ttft_ms_p50')):>8} {_fmt(r.get('mean_accept_len'), 2):>6} "
             f"{r.get('errors', 0):>4}")
-    for key, of in (("paired_vs_plain", "plain"), ("paired_vs_envelope", "max(plain, eagle3)")):
+    for key, of in (("paired_vs_plain", "plain"), ("paired_vs_envelope", "max(plain, eagle3)"),
+                    ("paired_vs_static", "the better forced arm")):
         for p in result.get(key, []):
             ci = f"{p['ci95']:.3f}" if p.get("ci95") is not None else "?"
             lines.append(f"paired {p['system']} N={p['concurrency']}: {p['mean']:.3f}x {of} "

@@ -40,11 +40,23 @@ class Policy(Protocol):
 
 
 class ForcedPolicy:
-    """Holds drafting off, on, or alternates every `period` decode steps (test aid)."""
+    """Holds drafting off, on, or alternates every `period` decode steps (benchmarks, tests, an
+    operator's override). `inner`: the configured policy underneath; it makes no decision while
+    forced but keeps observing the steps (its `observe_*`, `describe` and the like are reached
+    through this object), so lifting the force at run time resumes it with what it learned
+    (`Controller.update_settings`), and its status stays readable meanwhile."""
 
-    def __init__(self, mode: str, period: int, max_steps: int):
+    def __init__(self, mode: str, period: int, max_steps: int, inner=None):
         self.mode, self.period, self.max_steps = mode, period, max_steps
+        self.inner = inner
         self._step = 0
+
+    def __getattr__(self, name: str):
+        # only reached for what this class lacks: the inner policy's observers and views
+        inner = self.__dict__.get("inner")
+        if inner is None:
+            raise AttributeError(name)
+        return getattr(inner, name)
 
     def forecast(self, snap: LoadSnapshot, acc: AcceptanceStats) -> int:
         """Off when forced off; otherwise the drafting count (flapping: the next switch is
@@ -61,11 +73,23 @@ class ForcedPolicy:
         return Decision(self.max_steps if on else 0, "forced")
 
 
-def make_policy(cfg, reducer=None) -> Policy:
-    """The policy a config asks for (cfg: AdaptiveSpecConfig; reducer: TP all-reduce mean)."""
+def make_policy(cfg, reducer=None, keep=None) -> Policy:
+    """The policy a config asks for (cfg: AdaptiveSpecConfig; reducer: TP all-reduce mean).
+    A forced pattern overlays the configured policy; `keep`: an existing configured policy
+    to overlay or return instead of a new one (its settings unchanged: the caller checks)."""
+    inner = keep if keep is not None else _configured_policy(cfg, reducer)
     forced: Optional[tuple] = cfg.forced_pattern()
     if forced is not None:
-        return ForcedPolicy(forced[0], forced[1], cfg.max_steps)
+        return ForcedPolicy(forced[0], forced[1], cfg.max_steps, inner=inner)
+    return inner
+
+
+def configured_policy(policy):
+    """The policy underneath a forced overlay (or the policy itself)."""
+    return policy.inner if isinstance(policy, ForcedPolicy) else policy
+
+
+def _configured_policy(cfg, reducer):
     if cfg.policy == "threshold":
         from .threshold import ThresholdPolicy
 

@@ -5,7 +5,10 @@ Speaks just enough of SGLang 0.5.16's native API: ``GET /health``, ``POST /gener
 ``output_ids`` and ``meta_info``, then ``data: [DONE]``; or one JSON when not streamed),
 ``GET /server_info``, ``GET /v1/loads``, ``POST /start_profile`` (writes a tiny trace),
 ``POST /abort_request`` (``abort_all`` only), ``POST /freeze_gc`` (answers, freezes nothing) and, with ``--fake-status``,
-``GET /adaptive_spec/status`` and ``GET /metrics``. With ``--fake-linger`` a streamed request
+``GET /adaptive_spec/status``, ``GET /metrics`` and ``POST /adaptive_spec/config`` (``force``
+only: "off" sends 1-token chunks, "on" or none the speculative chunks; each takes
+``--fake-off-delay-s`` / ``--fake-on-delay-s`` / ``--fake-delay-s``; any other setting is a
+400 as an unknown key is on the real route). With ``--fake-linger`` a streamed request
 whose client went away keeps running to its last chunk unless aborted, as SGLang's does until
 its abort task fires. With ``--fake-scheduler-child`` it starts a child process titled as
 SGLang titles its scheduler (``sglang::scheduler_TP0``), which wakes every 10 ms, so the sweep's
@@ -42,6 +45,8 @@ def parse(argv=None):
     p.add_argument("--speculative-num-steps", type=int, default=3)
     p.add_argument("--tp-size", type=int, default=1)
     p.add_argument("--fake-delay-s", type=float, default=0.002)
+    p.add_argument("--fake-off-delay-s", type=float, default=None)  # per chunk, forced off
+    p.add_argument("--fake-on-delay-s", type=float, default=None)  # per chunk, forced on
     p.add_argument("--fake-startup-s", type=float, default=0.0)
     p.add_argument("--fake-exit-after-s", type=float, default=None)
     p.add_argument("--fake-exit-code", type=int, default=3)
@@ -69,6 +74,8 @@ class Fake:
         self.step_modes = {}
         self.spec = a.speculative_algorithm is not None
         self.k = (a.speculative_num_steps + 1) if self.spec else 1
+        self.force = None  # set by POST /adaptive_spec/config
+        self.forces = []  # every force posted, in order (FAKE record for tests)
 
     def ready(self):
         return time.time() - self.t0 >= self.a.fake_startup_s
@@ -113,7 +120,8 @@ class Fake:
                 "cost_model": {"step_ms": {"1": {"0": 3.0, "3": 4.5}}, "step_samples": {"1": {"0": 6, "3": 6}},
                                "prefill_batch_fit_ms": {}}}
         return web.json_response({"ranks": [rank],
-                                  "steps": self.cur_steps(), "steps_histogram": self.steps_hist})
+                                  "steps": self.cur_steps(), "steps_histogram": self.steps_hist,
+                                  "fake_forces": self.forces})
 
     async def metrics(self, req):
         # FAKE exposition: one of our series and one SGLang series that --metrics-out drops
@@ -129,6 +137,24 @@ class Fake:
             return web.Response(body=gzip.compress(body), content_type="text/plain",
                                 headers={"Content-Encoding": "gzip"})
         return web.Response(body=body, content_type="text/plain")
+
+    async def config(self, req):
+        if not self.a.fake_status:
+            raise web.HTTPNotFound()
+        body = await req.json()
+        if set(body) != {"force"} or body["force"] not in (None, "off", "on"):
+            return web.Response(status=400, text=f"fake: cannot change {sorted(body)}")
+        self.force = body["force"]
+        self.forces.append(self.force)
+        return web.json_response({"updated": True})
+
+    def chunk_delay_and_size(self):
+        """(seconds, tokens) of the next chunk under the current force (FAKE speeds)."""
+        if self.force == "off":
+            return (self.a.fake_off_delay_s or self.a.fake_delay_s), 1
+        if self.force == "on":
+            return (self.a.fake_on_delay_s or self.a.fake_delay_s), self.k
+        return self.a.fake_delay_s, self.k
 
     def outputs(self, prompt, n):
         last = prompt[-1] if prompt else 7
@@ -186,12 +212,17 @@ class Fake:
                 return web.json_response({"output_ids": out, "meta_info": meta(True, n, verify)})
             resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
             await resp.prepare(req)
-            sent, epoch, gone = 0, self.abort_epoch, False
-            for i, c in enumerate(chunks):
-                await asyncio.sleep(self.a.fake_delay_s)
+            sent, epoch, gone, i = 0, self.abort_epoch, False, -1
+            while sent < n:
+                i += 1
+                delay, size = self.chunk_delay_and_size()
+                c = 1 if i == 0 else min(size, n - sent)
+                await asyncio.sleep(delay)
                 if self.abort_epoch != epoch:
                     self.aborted += 1
                     break
+                new = out[sent:sent + c]
+                sent += c
                 if gone:  # the client left: decode on, unseen, as SGLang does until it aborts
                     continue
                 s = self.cur_steps()
@@ -199,8 +230,6 @@ class Fake:
                 why, mode = f"{s}:cost_model", "off" if s == 0 else "on"
                 self.decisions[why] = self.decisions.get(why, 0) + 1
                 self.step_modes[mode] = self.step_modes.get(mode, 0) + 1
-                new = out[sent:sent + c]
-                sent += c
                 ids_field = new if self.a.fake_incremental else out[:sent]
                 ev = {"output_ids": ids_field, "meta_info": meta(sent >= n, sent, i)}
                 try:
@@ -220,12 +249,14 @@ class Fake:
 def make_app(a) -> web.Application:
     f = Fake(a)
     app = web.Application()
+    app["fake"] = f  # in-process tests read its FAKE records
     app.router.add_get("/health", f.health)
     app.router.add_get("/server_info", f.server_info)
     app.router.add_get("/v1/loads", f.loads)
     app.router.add_get("/adaptive_spec/status", f.status)
     app.router.add_get("/metrics", f.metrics)
     app.router.add_post("/generate", f.generate)
+    app.router.add_post("/adaptive_spec/config", f.config)
     app.router.add_post("/start_profile", f.start_profile)
     if not a.fake_no_abort:
         app.router.add_post("/abort_request", f.abort_request)

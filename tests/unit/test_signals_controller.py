@@ -339,3 +339,45 @@ def test_a_long_off_run_lets_a_prefill_skip_the_draft_whatever_the_forecast():
     ctl.on_snapshot(LoadSnapshot(running=6))
     assert ctl.prefill_may_run_plain(2, min_off_run=32)
     assert not ctl.prefill_may_run_plain(2, min_off_run=33)
+
+
+def test_forcing_drafting_and_lifting_it_keeps_the_goodput_policys_learned_model():
+    """An operator (or the interleaved benchmark) forces drafting off and lifts it again at run
+    time: the goodput policy comes back with its cost model, having kept observing the steps
+    meanwhile; a change of a setting it reads starts a fresh one."""
+    import dataclasses
+
+    from adaptive_spec.policy.step_table import bucket_of
+
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    learned = ctl.policy
+    b = bucket_of(64)
+    for _ in range(20):
+        ctl._observe_step_time(64, 0, 0.010)
+    ctl.update_settings(dataclasses.replace(ctl.cfg, force="off"))
+    assert ctl.decide(64) == Decision(0, "forced")
+    ctl._observe_step_time(64, 3, 0.020)  # a step observed while forced still teaches it
+    learned.table.sync(lambda v: v)  # what its next decision's sync merges (one rank)
+    assert learned.table.samples(b, 3) == 1
+    assert ctl.status()["cost_model"] is not None  # the model stays readable while forced
+    ctl.update_settings(dataclasses.replace(ctl.cfg, force=None, log_decisions=True))
+    assert ctl.policy is learned and learned.table.samples(b, 0) == 20
+    assert ctl.decide(64).reason != "forced"
+    ctl.update_settings(dataclasses.replace(ctl.cfg, tpot_slo_ms=50.0))
+    assert ctl.policy is not learned and ctl.policy.table.samples(b, 0) == 0
+
+
+def test_a_server_started_forced_keeps_the_configured_policy_underneath():
+    """--adaptive-spec-force at start: the forced pattern decides, the configured policy learns
+    beneath it, and lifting the force hands it the decisions."""
+    import dataclasses
+
+    from adaptive_spec.policy.step_table import bucket_of
+
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3, force="on"))
+    assert ctl.decide(8) == Decision(3, "forced")
+    inner = ctl.policy.inner
+    ctl._observe_step_time(8, 3, 0.012)
+    ctl.update_settings(dataclasses.replace(ctl.cfg, force=None))
+    inner.table.sync(lambda v: v)
+    assert ctl.policy is inner and inner.table.samples(bucket_of(8), 3) == 1
