@@ -903,9 +903,13 @@ class Sweep:
                              max_requests=c.requests_per_level or 1_000_000,
                              time_budget_s=total + il.READY_TIMEOUT_S, drain_s=c.drain_s,
                              new_tokens_fn=self.new_tokens_fn(key), records=records, stop=stop)
-        res, windows = await asyncio.gather(
-            loop, il.run_windows(cl, c.interleave, c.interleave_rounds, c.interleave_window_s,
-                                 c.interleave_settle_s, ready, stop))
+        loop_task = asyncio.ensure_future(loop)
+        try:
+            windows = await il.run_windows(cl, c.interleave, c.interleave_rounds,
+                                           c.interleave_window_s, c.interleave_settle_s, ready,
+                                           stop)
+        finally:  # `stop` is set either way: the loop ends within its requests' drain
+            res = await loop_task
         return res, windows
 
     def _window_rows(self, name: str, n: int, recs, res, windows, samples) -> None:
