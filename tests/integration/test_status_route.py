@@ -129,3 +129,35 @@ def test_random_bodies_get_200_or_400_and_only_accepted_changes_apply(client):
             assert answer.status_code == 200 and ctl.cfg == expected, body
             applied += 1
     assert applied > 20
+
+
+def test_the_interleaved_benchmarks_switches_keep_the_goodput_policy(monkeypatch):
+    """benchmarks/interleave.py posts {"force": "off" | "on" | null} between windows: through the
+    route each keeps the one goodput policy (and its cost model) under the forced overlay."""
+    from sglang.srt.entrypoints import http_server
+
+    from adaptive_spec.bench.interleave import ARM_SETTINGS, CONFIG_PATH
+    from adaptive_spec.policy.base import configured_policy
+
+    state.reset_for_tests()
+    state.init_controller(AdaptiveSpecConfig(policy="goodput", max_steps=3), rank=0)
+    monkeypatch.setattr(http_server, "_global_state",
+                        types.SimpleNamespace(tokenizer_manager=FakeTokenizerManager()),
+                        raising=False)
+    app = FastAPI()
+    status.install_routes(app)
+    client = TestClient(app)
+    ctl = state.get_controller()
+    learned = ctl.policy
+    try:
+        for arm, steps in (("off", 0), ("on", 3), ("policy", None), ("off", 0), ("policy", None)):
+            resp = client.post(CONFIG_PATH, json=ARM_SETTINGS[arm])
+            assert resp.status_code == 200, resp.json()
+            assert configured_policy(ctl.policy) is learned
+            d = ctl.decide(64)
+            if steps is None:  # the policy decides again
+                assert d.reason != "forced"
+            else:
+                assert (d.steps, d.reason) == (steps, "forced")
+    finally:
+        state.reset_for_tests()
