@@ -619,6 +619,8 @@ class Sweep:
         if c.interleave:
             wl["interleave"] = {"arms": list(c.interleave), "window_s": c.interleave_window_s,
                                 "settle_s": c.interleave_settle_s, "rounds": c.interleave_rounds}
+            wl["throughput_window"] = ("interleaved: each row one arm's window, from its "
+                                       "switch plus settle_s to the next switch")
             forced = [il.ARM_SYSTEMS[a] for a in c.interleave if a in il.ARM_SYSTEMS]
             res["paired_vs_static"] = st.paired_ratios(self.rows, forced)
             if il.NOTE not in self.notes:

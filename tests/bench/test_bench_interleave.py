@@ -62,6 +62,7 @@ def test_interleaved_sweep_measures_each_arm_in_each_round_on_one_server(tmp_pat
     (p,) = res["paired_vs_static"]
     assert (p["system"], p["concurrency"], p["repeats"]) == ("adaptive-spec:goodput", 4, 4)
     assert res["workload"]["interleave"]["arms"] == ARMS
+    assert res["workload"]["throughput_window"].startswith("interleaved")
 
 
 def test_a_server_without_the_settings_route_fails_the_level_in_one_line(tmp_path, model_dirs,
