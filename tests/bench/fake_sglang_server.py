@@ -108,6 +108,8 @@ class Fake:
         return web.Response(status=200)
 
     def cur_steps(self):
+        if self.force is not None:  # forced: 0 off, the speculative steps on
+            return 0 if self.force == "off" else self.k - 1
         return 0 if self.running >= 4 else (self.k - 1)
 
     async def status(self, req):

@@ -26,7 +26,8 @@ def _sweep(url, out, *extra):
                      "--attach", f"adaptive-spec:goodput={url}", "--concurrency", "4",
                      "--new-tokens", "48", "--interleave", "off,on,policy",
                      "--interleave-window-s", "0.8", "--interleave-settle-s", "0.2",
-                     "--interleave-rounds", "2", "--drain-s", "1", "--no-warmup", "--no-plot",
+                     "--interleave-rounds", "2", "--drain-s", "1", "--sample-interval-s", "0.1",
+                     "--no-warmup", "--no-plot",
                      "--quiet", "--out", str(out), *extra])
 
 
@@ -54,8 +55,10 @@ def test_interleaved_sweep_measures_each_arm_in_each_round_on_one_server(tmp_pat
     for rep, rs in by_repeat.items():
         order = [r["arm"] for r in sorted(rs, key=lambda r: r["t_start_s"])]
         assert order == [a for rr, a in il.rotation(ARMS, 2) if rr == rep % 2]
-        tok = {r["arm"]: r["output_tok_s"] for r in rs}
-        assert tok["off"] < tok["on"]  # 1-token against 4-token chunks at one pace: its arm's
+        # each forced window's steps (the fake's status samples inside it) are its own arm's:
+        # forced off 0, forced on 3 (the fake's policy runs either, by its running count)
+        steps = {r["arm"]: set(r["steps_histogram"]) for r in rs}
+        assert (steps["off"], steps["on"]) == ({"0"}, {"3"})
     # the server was switched through the rotation each pass, and left on its policy
     assert forces == ([il.ARM_SETTINGS[a]["force"] for _, a in il.rotation(ARMS, 2)]
                                    + [None]) * 2
