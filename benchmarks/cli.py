@@ -89,7 +89,7 @@ def _arms(s: str) -> List[str]:
     try:
         return parse_arms(s)
     except BenchError as exc:
-        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _attach(s: str):

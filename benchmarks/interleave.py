@@ -46,11 +46,9 @@ def parse_arms(text: str) -> List[str]:
     arms = [a.strip() for a in str(text).split(",") if a.strip()]
     bad = [a for a in arms if a not in ARM_SETTINGS]
     if bad:
-        raise BenchError(f"--interleave {text}: unknown arm {bad[0]!r} (arms: "
-                         f"{', '.join(ARM_SETTINGS)})")
+        raise BenchError(f"unknown arm {bad[0]!r} (arms: {', '.join(ARM_SETTINGS)})")
     if len(set(arms)) != len(arms) or len(arms) < 2:
-        raise BenchError(f"--interleave {text}: give two or three different arms, e.g. "
-                         f"off,on,policy")
+        raise BenchError("give two or three different arms, e.g. off,on,policy")
     return arms
 
 

@@ -469,6 +469,14 @@ class Client:
 PromptFn = Callable[[int], List[int]]
 
 
+def first_streaming(records: Sequence[RequestRecord], n: int) -> Optional[List[RequestRecord]]:
+    """The first `n` requests issued, once every one of them has its first token; else None."""
+    first = sorted(records, key=lambda r: r.idx)[:n]
+    if len(first) < n or any(not r.chunk_times for r in first):
+        return None
+    return first
+
+
 @dataclass
 class LoopResult:
     records: List[RequestRecord]
@@ -482,8 +490,8 @@ class LoopResult:
         the span in which a closed loop really holds `concurrency` requests in flight, without
         the ramp-up (a burst of prefills) or the drain. None when that span is under `min_s`
         (a level too short for its concurrency)."""
-        first = sorted(self.records, key=lambda r: r.idx)[:concurrency]
-        if len(first) < concurrency or any(not r.chunk_times for r in first):
+        first = first_streaming(self.records, concurrency)
+        if first is None:
             return None
         a = max(r.chunk_times[0] for r in first)
         return (a, self.t_stop_issue) if self.t_stop_issue - a >= min_s else None

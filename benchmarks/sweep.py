@@ -806,19 +806,18 @@ class Sweep:
             try:  # stopped even when the level fails (a server died): no stray timer task
                 t_wall = time.time()
                 windows = None
-                if kind == "closed" and c.interleave:
+                if kind == "closed":
                     n = int(val)
                     key = f"c{n}"
-                    res, windows = await self._interleaved(cl, n, key)
-                    sched = None
-                elif kind == "closed":
-                    n = int(val)
-                    key = f"c{n}"
-                    budget = self.level_budget_s(level)
-                    mr = c.requests_per_level or lg.level_requests(n, cap=c.max_requests_cap)
-                    res = await lg.run_closed(cl, self.prompt_fn(key), lg.steady(n, budget),
-                                              max_requests=mr, time_budget_s=budget,
-                                              drain_s=c.drain_s, new_tokens_fn=self.new_tokens_fn(key))
+                    if c.interleave:
+                        res, windows = await self._interleaved(cl, n, key)
+                    else:
+                        budget = self.level_budget_s(level)
+                        mr = c.requests_per_level or lg.level_requests(n, cap=c.max_requests_cap)
+                        res = await lg.run_closed(cl, self.prompt_fn(key), lg.steady(n, budget),
+                                                  max_requests=mr, time_budget_s=budget,
+                                                  drain_s=c.drain_s,
+                                                  new_tokens_fn=self.new_tokens_fn(key))
                     sched = None
                 elif kind == "open":
                     rate = float(val)
@@ -898,8 +897,7 @@ class Sweep:
         stop = asyncio.Event()
 
         def ready() -> bool:
-            first = records[:n]
-            return len(first) == n and all(r.chunk_times for r in first)
+            return lg.first_streaming(records, n) is not None
 
         loop = lg.run_closed(cl, self.prompt_fn(key), lg.steady(n, total + il.READY_TIMEOUT_S),
                              max_requests=c.requests_per_level or 1_000_000,

@@ -6,9 +6,8 @@ Speaks just enough of SGLang 0.5.16's native API: ``GET /health``, ``POST /gener
 ``GET /server_info``, ``GET /v1/loads``, ``POST /start_profile`` (writes a tiny trace),
 ``POST /abort_request`` (``abort_all`` only), ``POST /freeze_gc`` (answers, freezes nothing) and, with ``--fake-status``,
 ``GET /adaptive_spec/status``, ``GET /metrics`` and ``POST /adaptive_spec/config`` (``force``
-only: "off" sends 1-token chunks, "on" or none the speculative chunks; each takes
-``--fake-off-delay-s`` / ``--fake-on-delay-s`` / ``--fake-delay-s``; any other setting is a
-400 as an unknown key is on the real route). With ``--fake-linger`` a streamed request
+only: "off" sends 1-token chunks and reports 0 steps, "on" the speculative chunks and steps;
+any other setting is a 400 as an unknown key is on the real route). With ``--fake-linger`` a streamed request
 whose client went away keeps running to its last chunk unless aborted, as SGLang's does until
 its abort task fires. With ``--fake-scheduler-child`` it starts a child process titled as
 SGLang titles its scheduler (``sglang::scheduler_TP0``), which wakes every 10 ms, so the sweep's
@@ -45,8 +44,6 @@ def parse(argv=None):
     p.add_argument("--speculative-num-steps", type=int, default=3)
     p.add_argument("--tp-size", type=int, default=1)
     p.add_argument("--fake-delay-s", type=float, default=0.002)
-    p.add_argument("--fake-off-delay-s", type=float, default=None)  # per chunk, forced off
-    p.add_argument("--fake-on-delay-s", type=float, default=None)  # per chunk, forced on
     p.add_argument("--fake-startup-s", type=float, default=0.0)
     p.add_argument("--fake-exit-after-s", type=float, default=None)
     p.add_argument("--fake-exit-code", type=int, default=3)
@@ -150,13 +147,9 @@ class Fake:
         self.forces.append(self.force)
         return web.json_response({"updated": True})
 
-    def chunk_delay_and_size(self):
-        """(seconds, tokens) of the next chunk under the current force (FAKE speeds)."""
-        if self.force == "off":
-            return (self.a.fake_off_delay_s or self.a.fake_delay_s), 1
-        if self.force == "on":
-            return (self.a.fake_on_delay_s or self.a.fake_delay_s), self.k
-        return self.a.fake_delay_s, self.k
+    def chunk_size(self):
+        """Tokens in the next chunk: one when forced off, else the speculative chunk."""
+        return 1 if self.force == "off" else self.k
 
     def outputs(self, prompt, n):
         last = prompt[-1] if prompt else 7
@@ -217,9 +210,8 @@ class Fake:
             sent, epoch, gone, i = 0, self.abort_epoch, False, -1
             while sent < n:
                 i += 1
-                delay, size = self.chunk_delay_and_size()
-                c = 1 if i == 0 else min(size, n - sent)
-                await asyncio.sleep(delay)
+                c = 1 if i == 0 else min(self.chunk_size(), n - sent)
+                await asyncio.sleep(self.a.fake_delay_s)
                 if self.abort_epoch != epoch:
                     self.aborted += 1
                     break

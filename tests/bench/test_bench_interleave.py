@@ -83,27 +83,22 @@ def test_a_server_without_the_settings_route_fails_the_level_in_one_line(tmp_pat
     assert rc == 1 and not res.get("rows")  # measured nothing: exit 1, as any such sweep
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--interleave", "off,sideways"], "unknown arm 'sideways'"),
-    (["--interleave", "off"], "two or three different arms"),
-    (["--interleave", "off,on", "--systems", "plain,adaptive-spec:goodput"],
-     "exactly one system"),
-    (["--interleave", "off,on", "--systems", "adaptive-spec:forced-off"], "exactly one system"),
-    (["--interleave", "off,on", "--interleave-window-s", "1", "--interleave-settle-s", "1"],
-     "--interleave-window-s"),
-    (["--interleave", "off,on", "--interleave-rounds", "0"], "--interleave-rounds"),
-    (["--interleave", "off,on", "--rate", "2"], "closed levels"),
+@pytest.mark.parametrize("systems, args, says", [
+    ("adaptive-spec:goodput", ["--interleave", "off,sideways"], "unknown arm 'sideways'"),
+    ("adaptive-spec:goodput", ["--interleave", "off"], "two or three different arms"),
+    ("plain,adaptive-spec:goodput", ["--interleave", "off,on"], "exactly one system"),
+    ("adaptive-spec:forced-off", ["--interleave", "off,on"], "exactly one system"),
+    ("adaptive-spec:goodput", ["--interleave", "off,on", "--interleave-window-s", "1",
+                               "--interleave-settle-s", "1"], "--interleave-window-s"),
+    ("adaptive-spec:goodput", ["--interleave", "off,on", "--interleave-rounds", "0"],
+     "--interleave-rounds"),
+    ("adaptive-spec:goodput", ["--interleave", "off,on", "--rate", "2"], "closed levels"),
 ])
-def test_bad_interleave_settings_one_line_exit_2(cli_cmd, args, says):
+def test_bad_interleave_settings_one_line_exit_2(cli_cmd, systems, args, says):
     import subprocess
 
-    base = ["sweep", "--systems", "adaptive-spec:goodput",
-            "--attach", "adaptive-spec:goodput=http://127.0.0.1:9"]
-    if "--systems" in args:
-        i = args.index("--systems")
-        base = ["sweep", "--systems", args[i + 1]] + [
-            f"--attach={s}=http://127.0.0.1:9" for s in args[i + 1].split(",")]
-        args = args[:i] + args[i + 2:]
-    r = subprocess.run(cli_cmd + base + args, capture_output=True, text=True, timeout=60)
+    attach = [f"--attach={s}=http://127.0.0.1:9" for s in systems.split(",")]
+    r = subprocess.run(cli_cmd + ["sweep", "--systems", systems, *attach, *args],
+                       capture_output=True, text=True, timeout=60)
     lines = [l for l in r.stderr.splitlines() if l.strip()]
     assert r.returncode == 2 and len(lines) == 1 and says in lines[0], r.stderr
