@@ -14,7 +14,7 @@ import os
 import time
 import zlib
 from collections import Counter, deque
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from . import sample_log
 from .config import AdaptiveSpecConfig
@@ -70,7 +70,10 @@ class DecisionLog:
         self._suppressed = 0
         self.lines: list[str] = []  # kept for tests and the status route (bounded)
 
-    def change(self, before: Optional[Decision], after: Decision, snap: LoadSnapshot, acc: AcceptanceStats, rank: int):
+    def change(self, before: Optional[Decision], after: Decision, snap: LoadSnapshot,
+               acc: AcceptanceStats, rank: int, basis: Callable[[], str] = lambda: ""):
+        """`basis`: the policy's reasons in a field or two (`decision_basis`), asked only for a
+        line that is written."""
         if not self.enabled:
             return
         now = self.clock()
@@ -85,6 +88,12 @@ class DecisionLog:
             f"accept_len_ema={'%.3f' % ema if ema is not None else None} "
             f"accept_len_recent={'%.3f' % recent if recent is not None else None} suppressed={self._suppressed}"
         )
+        try:
+            extra = basis()
+        except Exception as exc:  # a diagnostic: its failure must not stop the decision
+            extra = f"basis_error={type(exc).__name__}"
+        if extra:
+            line += " " + extra
         self._suppressed = 0
         self._last_emit = now
         self.lines.append(line)
@@ -519,7 +528,8 @@ class Controller:
             self._flush()
             if last is not None and decision.steps != last.steps:
                 self.switches += 1
-            self.log.change(last, decision, self.snapshot, self.acceptance, self.rank)
+            self.log.change(last, decision, self.snapshot, self.acceptance, self.rank,
+                            getattr(self.policy, "decision_basis", lambda: ""))
             self.last = decision
             self._pending = 1
             if self.listeners:

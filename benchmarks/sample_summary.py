@@ -30,6 +30,13 @@ Per batch bucket: the runs of drafting results that began right after a plain on
 on, its catch-up included), their count, results and ms in all, and their lengths; at a batch
 where plain wins those are probes and refreshes (session 39, GoodputPolicy._switch_paid).
 
+  python -m adaptive_spec.bench.sample_summary --arrivals [--bucket 64] server-*.log
+
+Each stay of the batch in the bucket entered from a smaller one (a level's start after a drain):
+its results and seconds, the seconds before plain settled (the first 32 plain results in a row
+began) and the share of its seconds spent drafting (session 44, an H100 at 64 requests: goodput
+arrived drafting from the drain and settled on plain 3.1 and 5.1 s into 6.6-s levels).
+
   python -m adaptive_spec.bench.sample_summary --realized server-*.log
 
 Per batch bucket and k, what the steps delivered (session 40, policy/realized.py; logs written
@@ -43,6 +50,7 @@ prefill term prices both alike.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import statistics
@@ -169,6 +177,41 @@ def drafting_runs(rows: List[list]) -> str:
     return _aligned(out)
 
 
+SETTLED_PLAIN = 32  # plain results in a row that count as the policy having settled on plain
+
+
+def arrivals(rows: List[list], bucket: int) -> str:
+    """Each stay of the batch in `bucket` (consecutive results there) entered from a smaller one:
+    its results and seconds (decode and prefill ms), the seconds before its first run of
+    SETTLED_PLAIN plain results began ("-": none; a probe or a lone prefill's result is
+    shorter), and the share of its seconds spent drafting. A policy that arrives from a drain
+    where it drafted and keeps drafting where plain wins shows as a late settle (session 44)."""
+    out = [["stay", "results", "s", "plain settled at s", "drafting share"]]
+    i, n = 1, 0
+    while i < len(rows):
+        if not (2 ** bucket_of(rows[i][0]) == bucket > 2 ** bucket_of(rows[i - 1][0])):
+            i += 1
+            continue
+        j = i
+        while j < len(rows) and 2 ** bucket_of(rows[j][0]) == bucket:
+            j += 1
+        stay = rows[i:j]
+        wall = [r[2] + (r[4] if len(r) > 4 else 0.0) for r in stay]
+        settled, run = None, 0
+        for m, r in enumerate(stay):
+            run = run + 1 if r[1] == 0 else 0
+            if run == SETTLED_PLAIN:
+                settled = sum(wall[:m + 1 - run]) / 1000
+                break
+        drafting = sum(w for w, r in zip(wall, stay) if r[1] > 0)
+        n += 1
+        out.append([str(n), str(len(stay)), f"{sum(wall) / 1000:.2f}",
+                    "-" if settled is None else f"{settled:.2f}",
+                    f"{drafting / sum(wall):.2f}" if sum(wall) > 0 else "-"])
+        i = j
+    return _aligned(out) if n else f"(no stay at {bucket // 2 + 1}-{bucket} running entered from below)"
+
+
 def realized_table(rows: List[list]) -> str:
     """Per (bucket, k): results, mean decode ms and prefill ms a step, tokens a request a step and
     tokens a second a request with the prefills, and that rate over k = 0's at the bucket; rows
@@ -220,6 +263,8 @@ VIEWS = (
      "runs of drafting begun after a plain result", drafting_runs),
     ("launches", "every bucket's samples beside a prefill's launch against the rest",
      "decode samples beside a prefill's launch, ms", launch_table),
+    ("arrivals", "each stay of the batch in --bucket entered from below: how long it drafted "
+     "on arrival", "stays entered from below and the drafting on arrival", arrivals),
 )
 
 
@@ -242,6 +287,8 @@ def main(argv=None) -> int:
         view = next((v for v in VIEWS if getattr(a, v[0].replace("-", "_"))), None)
         if rows and view is not None:
             _, _, title, render = view
+            if render is arrivals:
+                render = functools.partial(arrivals, bucket=a.bucket)
             if title is None:
                 print(f"{server_name(p)}: {render(rows)}")
             else:

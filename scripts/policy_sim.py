@@ -46,6 +46,9 @@ the same scenarios, for the before/after pairs. Scenarios:
   k = 3's goodput is 1.03-1.15x plain's and a switch on costs 130 ms: how many decisions at 60
   draft, and from when. With `--switch-on-horizon N` every scenario runs with a switch on's
   price spread over N drafting steps instead of the policy's 128.
+- level-starts (session 44): the sweep's levels at 60 running after a drain where it drafted,
+  plain leading k = 3 by 6% or 3%, 800- and 2,800-decision levels: the drafting decisions at 60
+  per level and the levels' rate against plain.
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -119,6 +122,7 @@ def main() -> int:
     hidden_stalls()
     shared_stalls()
     descend()
+    level_starts()
     return 0
 
 
@@ -411,6 +415,47 @@ def shared_stalls() -> None:
                 print(f"shared-stalls k3/plain={gain} stalled={share} "
                       f"{'realized' if calibrate else 'model only'}: of the better static, "
                       f"per seed: {', '.join(runs)}")
+
+
+def level_starts() -> None:
+    """Session 44: the sweep's closed-loop levels at 60 running (plain 7.2 ms a step on the
+    H100's table, k = 3's goodput `busy` x plain's), each after a drain to 2 running where
+    drafting wins 1.45x, a switch on 100 ms, a 160-decision warm-up level first: the decisions
+    at 60 that draft in each level (800 decisions ~ the sweep's 6-s level, 2,800 ~ 20 s) and
+    the levels' rate against plain at 60. On the H100 goodput settled on plain 3.1-5.1 s into
+    6.6-s levels where plain led k = 3 by ~6%; with the costs known (not learned from a GPU's
+    samples) a 6% lead takes it to plain at once."""
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.controller import Controller
+    from tests.unit.test_switch_cost import E3, run_switching
+
+    def cost_for(busy):
+        def cost(bs):
+            if bs > 32:
+                k3 = 0.0072 * E3 / busy
+                return (0.0072, 0.84 * k3, 0.94 * k3, k3)
+            return (0.006, 0.011, 0.0135, 0.006 * E3 / 1.45)
+        return cost
+
+    drain = [max(1, 60 - 60 * i // 40) for i in range(40)] + [2] * 30
+    for busy in (0.94, 0.97):
+        for level in (800, 2800):
+            for seed in range(2):
+                loads = [60] * 160 + drain + ([60] * level + drain) * 3
+                ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+                chosen, _, switches = run_switching(ctl, loads, cost_for(busy), 0.10, seed)
+                at60, rates, start = [], [], 160 + len(drain)
+                for _ in range(3):
+                    ks = chosen[start:start + level]
+                    at60.append(sum(k > 0 for k in ks))
+                    # tokens a second at 60 against plain's: E_k over each k's step time
+                    e = [1.0, 1.7, 2.19, E3]
+                    c = cost_for(busy)(60)
+                    rates.append(sum(e[k] for k in ks) / sum(c[k] for k in ks) / (1 / c[0]))
+                    start += level + len(drain)
+                print(f"level-starts k3/plain={busy} level={level} seed={seed}: drafting decisions"
+                      f" at 60 per level {at60}, rate vs plain {', '.join(f'{r:.3f}' for r in rates)}"
+                      f", {switches} switches on")
 
 
 if __name__ == "__main__":

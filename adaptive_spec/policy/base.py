@@ -58,6 +58,10 @@ class ForcedPolicy:
             raise AttributeError(name)
         return getattr(inner, name)
 
+    def decision_basis(self) -> str:
+        """Nothing for the decision log: the inner policy's last basis predates the force."""
+        return ""
+
     def forecast(self, snap: LoadSnapshot, acc: AcceptanceStats) -> int:
         """Off when forced off; otherwise the drafting count (flapping: the next switch is
         never known to be off for long)."""

@@ -232,6 +232,8 @@ class GoodputPolicy:
         self._decisions = 0
         self._current: Optional[int] = None
         self._last_goodput: list = []
+        self._held: Optional[str] = None  # what kept the current k over a better one (_choose)
+        self._last_held: Optional[str] = None  # ... at the last fresh decision (decision_basis)
         self._last_expected: Optional[list] = None  # E_k at the last decision (the status reads it)
         self._probe_k: Optional[int] = None
         self._probe_left = 0
@@ -426,13 +428,14 @@ class GoodputPolicy:
         expected = self.expected_tokens(acc)
         times, candidates, goodput = self._goodput_at(bucket, expected)
         self._last_goodput, self._last_expected, self._last_times = goodput, expected, times
+        self._last_held = None
         self.runs.observe(_argmax(candidates, goodput) > 0, bucket)
         probe = self._probe(bucket, expected, times, goodput,
                             goodput[_argmax(candidates, goodput)])
         if probe is not None:
             return Decision(probe, self._probe_reason)
         best, reason = self._choose(bucket, times, candidates, goodput, expected)
-        self._current = best
+        self._current, self._last_held = best, self._held
         return Decision(best, reason)
 
     def forecast(self, snap: LoadSnapshot, acc: AcceptanceStats) -> int:
@@ -473,10 +476,12 @@ class GoodputPolicy:
             if meets:
                 candidates, reason = meets, "slo"
         best = _argmax(candidates, goodput)
-        cur = self._current
+        cur, self._held = self._current, None
         if cur is not None and cur in candidates:
             stay = goodput[cur] * (1 + self.switch_margin)
             if goodput[best] <= stay:
+                if best != cur:
+                    self._held = "margin"
                 best = cur  # not worth a switch
             elif cur == 0 or best == 0:
                 # the catch-up's time buys no tokens: over the horizon drafting runs that much
@@ -498,6 +503,7 @@ class GoodputPolicy:
                     default_share = _price_share(price, longest)
                     if (goodput[best] * (1.0 - default_share) <= bar
                             or not self._mixture_prefers(best, cur, expected, default_share)):
+                        self._held = f"price:{share:.3f}"
                         best = cur
         return best, reason
 
@@ -797,6 +803,19 @@ class GoodputPolicy:
             return True
         gap = self.explore_interval * min(self.max_backoff, 2 ** (started - self.free_probes + 1))
         return self._decisions - last >= gap
+
+    def decision_basis(self) -> str:
+        """The last fresh decision's cost model, for the decision log's line: each k's goodput
+        over plain's (the realized rate counted), and what kept the current k where a better one
+        was known ("margin": the gain under `switch_margin`; "price:S": the switch's price, S its
+        share of the horizon it is spread over). Session 44 (H100, 64 requests, 6-s levels):
+        goodput arrived at 64 drafting from the drain before and kept k = 3 for 3-5 s where plain
+        made 1.06x; the lines logged only the switches, not what the model believed there."""
+        g = self._last_goodput
+        if not g or g[0] <= 0.0:
+            return ""
+        model = "/".join(f"{v / g[0]:.3f}" for v in g)
+        return f"model={model}" + (f" held={self._last_held}" if self._last_held else "")
 
     def describe(self) -> dict:
         # the sample counts tell a filled cell from one whose probes keep losing samples (session

@@ -196,3 +196,28 @@ def test_drafting_runs_are_counted_from_each_switch_on_by_their_first_bucket(tmp
     assert lines[1] == ["bucket", "runs", "results", "ms", "lengths"]
     assert lines[2] == ["17-32", "1", "1", "10.0", "1"]
     assert lines[3] == ["33-64", "2", "4", "57.0", "3", "1"]
+
+
+def test_arrivals_time_each_stay_entered_from_below_until_plain_settles(tmp_path, capsys):
+    """Session 44: a stay at 33-64 entered from a drain while drafting (a lone plain result and a
+    probe do not settle it; 32 plain results in a row do), one that starts plain and never
+    drafts, and one that never settles; a stay entered from above (128) is not one."""
+    drafting_arrival = ([[60, 0, 10.0, 0, 90.0, 1.0]] + [[64, 3, 20.0, 0, 0.0, 2.5]] * 50
+                        + [[64, 0, 7.0, 0, 0.0, 1.0]] * 5 + [[64, 1, 15.0, 0, 0.0, 1.6]] * 7
+                        + [[64, 0, 7.0, 0, 0.0, 1.0]] * 40)
+    rows = ([[4, 3, 8.0, 0, 0.0, 2.5]] + drafting_arrival + [[20, 3, 12.0, 0, 0.0, 2.5]]
+            + [[64, 0, 7.0, 0, 0.0, 1.0]] * 40 + [[100, 0, 8.0, 0, 0.0, 1.0]]
+            + [[64, 0, 7.0, 0, 0.0, 1.0]] * 3 + [[8, 3, 9.0, 0, 0.0, 2.5]]
+            + [[64, 3, 20.0, 0, 0.0, 2.5]] * 10)
+    log = tmp_path / "server-adaptive-spec_goodput.log"
+    log.write_text(f"[t] adaptive_spec samples rank=0 rows={json.dumps(rows)}\n")
+    assert ss.main([str(log), "--arrivals", "--bucket", "64"]) == 0
+    lines = [ln.split() for ln in capsys.readouterr().out.strip().splitlines()]
+    assert lines[1] == ["stay", "results", "s", "plain", "settled", "at", "s", "drafting", "share"]
+    # 0.1 s (the first result and its prefill) + 50 x 20 ms + 5 x 7 + 7 x 15 before the 40 plain
+    assert lines[2] == ["1", "103", "1.52", "1.24", "0.73"]
+    assert lines[3] == ["2", "40", "0.28", "0.00", "0.00"]
+    assert lines[4] == ["3", "10", "0.20", "-", "1.00"]
+    assert len(lines) == 5
+    assert ss.main([str(log), "--arrivals", "--bucket", "16"]) == 0
+    assert "no stay at 9-16 running entered from below" in capsys.readouterr().out

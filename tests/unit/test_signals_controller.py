@@ -381,3 +381,26 @@ def test_a_server_started_forced_keeps_the_configured_policy_underneath():
     ctl.update_settings(dataclasses.replace(ctl.cfg, force=None))
     inner.table.sync(lambda v: v)
     assert ctl.policy is inner and inner.table.samples(bucket_of(8), 3) == 1
+
+
+def test_a_goodput_decision_line_carries_the_models_basis_and_a_failing_basis_does_not_stop_it():
+    """Each line of a goodput server's decision log ends with what its cost model read (each k's
+    goodput over plain's, `GoodputPolicy.decision_basis`); a threshold server's lines have no
+    such field, and a basis that raises is named in the line while the decision stands."""
+    goodput = Controller(AdaptiveSpecConfig(policy="goodput", log_decisions=True))
+    for bs in [1] * 40 + [60] * 40:
+        goodput.decide(bs)
+    assert goodput.log.lines and all(" model=1.000/" in ln for ln in goodput.log.lines)
+    threshold = Controller(AdaptiveSpecConfig(threshold=4, log_decisions=True))
+    threshold.decide(1)
+    assert "model=" not in threshold.log.lines[0]
+
+    def broken():
+        raise ValueError("no table")
+    goodput.policy.decision_basis = broken
+    goodput.log.min_gap = 0.0
+    before = len(goodput.log.lines)
+    for bs in [1] * 40 + [60] * 40:
+        goodput.decide(bs)
+    assert goodput.fallback_reason is None
+    assert len(goodput.log.lines) > before and goodput.log.lines[-1].endswith("basis_error=ValueError")

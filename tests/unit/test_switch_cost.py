@@ -402,3 +402,31 @@ def test_the_switch_on_horizon_grows_only_while_the_batch_holds_its_bucket():
     assert pol._switch_on_horizon_s(b20, step) == pytest.approx(128 * step)
     (label, again), = pol.describe()["bucket_stay_ms"].items()  # the status: it starts again
     assert label == "32" and again < stay / 1000  # one decision's predicted time
+
+
+def test_a_switch_off_held_back_by_its_price_is_named_in_the_decision_basis(monkeypatch):
+    """Session 44 (H100, 64 requests, 6-s levels): goodput arrived at 64 drafting and kept k = 3
+    for 3-5 s where plain made 1.06x; its decision lines showed the switches only. Drafting at
+    60 running where plain's goodput is 7% higher, plain runs here having lasted 1.2 s and a
+    switch on costing 100 ms (8% of that): the switch off is held, and the basis says by what,
+    with each k's goodput over plain's."""
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    bucket = bucket_of(60)
+    pol.runs.mean[(False, bucket)] = 1.2
+    pol.switch.seconds[bucket], pol.switch.count[bucket] = 0.1, 4.0
+    pol._current = 3
+    times, expected = [0.0072, 0.016, 0.018, 0.0195], [1.0, 1.7, 2.19, 2.53]
+    goodput = [e / t for e, t in zip(expected, times)]
+    monkeypatch.setattr(pol, "expected_tokens", lambda acc: expected)
+    monkeypatch.setattr(pol, "_goodput_at", lambda b, e: (times, [0, 1, 2, 3], goodput))
+    monkeypatch.setattr(pol, "_probe", lambda *args: None)
+    assert pol._decide(bucket, AcceptanceStats()).steps == 3
+    assert pol.decision_basis() == "model=1.000/0.765/0.876/0.934 held=price:0.083"
+    pol.runs.mean[(False, bucket)] = 60.0  # long plain runs here: the switch pays
+    assert pol._decide(bucket, AcceptanceStats()).steps == 0
+    assert pol.decision_basis() == "model=1.000/0.765/0.876/0.934"
+    times[0] = 0.0075  # plain 3% up on k = 3 now, within the margin: held there
+    goodput[:] = [e / t for e, t in zip(expected, times)]
+    pol._current = 3
+    assert pol._decide(bucket, AcceptanceStats()).steps == 3
+    assert pol.decision_basis().endswith(" held=margin")
