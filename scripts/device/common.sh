@@ -10,12 +10,11 @@ SGL=/tmp/sgl
 export PYTHONUNBUFFERED=1 NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost
 say() { echo "[device +$(( $(date +%s) - T_START ))s] $*"; }
 
-# Pack it at `xz -T2 -9e` (54.8 MB; edit the copy in .device/): the recipe's `-6` makes 57.0 MB,
-# which with the ~10.3 MB of tracked files passes the 64-MiB transfer limit (session 31). Since
-# session 44 also `rm -rf "$STAGE/site/jedi/third_party"` before packing (typeshed stubs, read only
-# by IPython's completion: 52.9 MB), as 54.8 MB with ~11.9 MB of tracked files passed it again.
+# Made here by `bash scripts/device/setup_local.sh`, which packs it at `xz -T2 -9e` (the recipe's
+# `-6` makes 57.0 MB: session 31) without jedi's typeshed stubs (read only by IPython's completion;
+# session 44: 54.8 MB with ~11.9 MB of tracked files passed the 64-MiB transfer limit): 52.9 MB.
 B="$REPO/.bundle/sglang-site.tar.xz"
-[ -f "$B" ] || { say "missing $B"; exit 2; }
+[ -f "$B" ] || { say "missing $B (made here by scripts/device/setup_local.sh)"; exit 2; }
 if [ "$(cat $SGL/.sig 2>/dev/null)" != "$(stat -c %s "$B")" ]; then
   rm -rf "$SGL/site"; mkdir -p "$SGL"; tar -xJf "$B" -C "$SGL" && stat -c %s "$B" > "$SGL/.sig"
   say "unpacked bundle"

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Here (no GPU), once per checkout: the ignored .device/ and .bundle/ that every device call
+# carries (`carry: [".bundle", ".device"]`), from the team's recipe in ../shared/device, with the
+# two edits this repo needs, then the 64-MiB check of what travels. About 3-5 minutes (xz -9e).
+#   bash scripts/device/setup_local.sh           # copy, edit, build, check
+#   bash scripts/device/setup_local.sh --check   # only the check (after adding results, say)
+# The edits (sessions 31 and 44): pack at `xz -T2 -9e` (the recipe's `-6` makes 57.0 MB) and drop
+# jedi's typeshed stubs before packing (read only by IPython's completion; 52.9 MB in all): with
+# the ~12.6 MB of tracked files the recipe's bundle passes the limit on what a call may carry.
+# ADAPTIVE_SPEC_SHARED_DEVICE: another recipe folder; ADAPTIVE_SPEC_NO_BUILD=1: the copy and the
+# edits only.
+set -euo pipefail
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+SHARED=${ADAPTIVE_SPEC_SHARED_DEVICE:-$REPO/../shared/device}
+LIMIT=$((64 * 1024 * 1024))
+fail() { echo "error: $*" >&2; exit 2; }
+check_size() {
+  [ -f "$REPO/.bundle/sglang-site.tar.xz" ] || fail "no .bundle/sglang-site.tar.xz: run this script without --check"
+  local tracked carried total
+  tracked=$(cd "$REPO" && git ls-files -z | xargs -0 stat -c %s | awk '{s += $1} END {print s + 0}')
+  carried=$(cd "$REPO" && find .bundle .device -type f -print0 | xargs -0 stat -c %s \
+    | awk '{s += $1} END {print s + 0}')
+  total=$((tracked + carried))
+  echo "travels: $tracked B tracked + $carried B carried = $total B of $LIMIT ($((LIMIT - total)) B left)"
+  [ "$total" -le "$LIMIT" ] || fail "over the 64-MiB limit by $((total - LIMIT)) B: trim the tracked tree or the bundle"
+}
+case "${1:-}" in
+  --check) check_size; exit 0 ;;
+  "") ;;
+  *) fail "unknown argument '$1' (none, or --check)" ;;
+esac
+[ -f "$SHARED/make_bundle.sh" ] || fail "no device recipe at $SHARED (make_bundle.sh missing)"
+rm -rf "$REPO/.device"; mkdir -p "$REPO/.device"
+cp -r "$SHARED"/. "$REPO/.device/"; chmod -R u+w "$REPO/.device"
+MB="$REPO/.device/make_bundle.sh"
+grep -q 'xz -T0 -6 >' "$MB" && grep -q '^rm -f "$OUTDIR/sglang-site.tar.xz"' "$MB" \
+  || fail "$SHARED/make_bundle.sh changed: its xz line or its 'rm -f' before packing is not the one this script edits"
+sed -i -e 's/xz -T0 -6 >/xz -T2 -9e >/' \
+  -e 's|^rm -f "$OUTDIR/sglang-site.tar.xz"|rm -rf "$STAGE/site/jedi/third_party"  # session 44\n&|' "$MB"
+echo "recipe copied to .device/ and edited (xz -T2 -9e, no jedi stubs)"
+[ "${ADAPTIVE_SPEC_NO_BUILD:-0}" = 1 ] && exit 0
+(cd "$REPO" && REPO="$REPO" bash "$MB")
+check_size

@@ -1,0 +1,74 @@
+"""scripts/device/setup_local.sh: the team's device recipe copied into .device/ with this repo's two
+edits, the bundle built, and the 64-MiB check of what a device call carries (session 44: the
+recipe's bundle with the grown tree passed it, and a call was refused). Run against a fake recipe
+whose make_bundle.sh writes a bundle of a given size (sparse: no disk used)."""
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "device" / "setup_local.sh"
+
+FAKE_RECIPE = """#!/usr/bin/env bash
+set -euo pipefail
+REPO="${REPO:-$PWD}"
+OUTDIR="$REPO/.bundle"
+STAGE=/nonexistent
+mkdir -p "$OUTDIR"
+rm -f "$OUTDIR/sglang-site.tar.xz"
+: tar -C "$STAGE" -cf - site | xz -T0 -6 > "$OUTDIR/sglang-site.tar.xz"
+truncate -s "$FAKE_BUNDLE_BYTES" "$OUTDIR/sglang-site.tar.xz"
+"""
+
+
+def setup(tmp_path, recipe=FAKE_RECIPE):
+    repo, shared = tmp_path / "repo", tmp_path / "shared"
+    (repo / "scripts" / "device").mkdir(parents=True)
+    shutil.copy(SCRIPT, repo / "scripts" / "device" / "setup_local.sh")
+    (repo / "tracked.txt").write_text("x" * 1000)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "tracked.txt", "scripts"], check=True)
+    shared.mkdir()
+    (shared / "make_bundle.sh").write_text(recipe)
+    (shared / "make_bundle.sh").chmod(0o444)  # the shared recipe is read-only
+    return repo, shared
+
+
+def run(repo, shared, bundle_bytes, *args):
+    env = {"PATH": "/usr/bin:/bin", "ADAPTIVE_SPEC_SHARED_DEVICE": str(shared),
+           "FAKE_BUNDLE_BYTES": str(bundle_bytes)}
+    return subprocess.run(["bash", str(repo / "scripts" / "device" / "setup_local.sh"), *args],
+                          cwd="/", env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_the_recipe_is_copied_edited_built_and_its_travel_checked(tmp_path):
+    repo, shared = setup(tmp_path)
+    r = run(repo, shared, 50 * 2 ** 20)
+    assert r.returncode == 0, r.stderr
+    edited = (repo / ".device" / "make_bundle.sh").read_text()
+    assert "xz -T2 -9e >" in edited and "xz -T0 -6" not in edited
+    assert edited.index('rm -rf "$STAGE/site/jedi/third_party"') < edited.index('rm -f "$OUTDIR')
+    assert (repo / ".bundle" / "sglang-site.tar.xz").stat().st_size == 50 * 2 ** 20  # built there
+    assert "B of 67108864" in r.stdout.splitlines()[-1]
+    assert run(repo, shared, 0, "--check").returncode == 0
+
+
+def test_a_bundle_over_the_limit_is_one_line_and_exit_2(tmp_path):
+    repo, shared = setup(tmp_path)
+    r = run(repo, shared, 64 * 2 ** 20)  # with the tracked file and .device: over
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "over the 64-MiB limit by" in r.stderr
+
+
+@pytest.mark.parametrize("recipe, args, says", [
+    (FAKE_RECIPE.replace("xz -T0 -6", "xz -T0 -7"), (), "changed"),
+    (FAKE_RECIPE, ("--bogus",), "unknown argument"),
+    (None, (), "no device recipe"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, recipe, args, says):
+    repo, shared = setup(tmp_path, recipe or FAKE_RECIPE)
+    if recipe is None:
+        shutil.rmtree(shared)
+    r = run(repo, shared, 1000, *args)
+    assert r.returncode == 2 and says in r.stderr and r.stderr.strip().count("\n") == 0
