@@ -26,16 +26,16 @@ sweep 0 lv-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
   --repeat "${PASSES:-1}" --time-budget-s "${LEVEL_S:-20}" --time-budget-from "${CONC:-64}:${LEVEL_S:-20}" \
   --start-timeout-s 300 --system-args "$GOODPUT" \
   --system-args "adaptive-spec:forced-off=--adaptive-spec-force off" > /tmp/tail-lv.txt
-report lv- logs-lv.tar.xz /tmp/tail-lv.txt
 grep -h "adaptive_spec samples" /tmp/logs-lv-dense/server-adaptive-spec_goodput.log \
   > "$OUT/samples-lv.txt" 2> /dev/null
+grep -h "adaptive_spec decision" /tmp/logs-lv-dense/server-adaptive-spec_goodput.log | tail -150 \
+  > "$OUT/decisions-lv.log" 2> /dev/null
+report lv- logs-lv.tar.xz /tmp/tail-lv.txt
 ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-lv-dense.json \
     --system adaptive-spec:goodput --of plain; python3 -m adaptive_spec.bench.cli paired \
     "$OUT"/sweep-lv-dense.json --system adaptive-spec:forced-off --of plain ) 2>&1 | tail -4
 ( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --arrivals "$OUT/samples-lv.txt"
   python3 -m adaptive_spec.bench.sample_summary --realized "$OUT/samples-lv.txt" ) 2>&1 | tail -30
-grep -h "adaptive_spec decision" /tmp/logs-lv-dense/server-adaptive-spec_goodput.log | tail -150 \
-  > "$OUT/decisions-lv.log" 2> /dev/null
 goodput_cost_model "$OUT"/sweep-lv-dense.json
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" lv
