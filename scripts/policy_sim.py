@@ -438,7 +438,9 @@ def level_starts() -> None:
         return cost
 
     drain = [max(1, 60 - 60 * i // 40) for i in range(40)] + [2] * 30
+    expected = [1.0, 1.7, 2.19, E3]  # E_k at p = 0.7
     for busy in (0.94, 0.97):
+        at_60 = cost_for(busy)(60)
         for level in (800, 2800):
             for seed in range(2):
                 loads = [60] * 160 + drain + ([60] * level + drain) * 3
@@ -449,9 +451,8 @@ def level_starts() -> None:
                     ks = chosen[start:start + level]
                     at60.append(sum(k > 0 for k in ks))
                     # tokens a second at 60 against plain's: E_k over each k's step time
-                    e = [1.0, 1.7, 2.19, E3]
-                    c = cost_for(busy)(60)
-                    rates.append(sum(e[k] for k in ks) / sum(c[k] for k in ks) / (1 / c[0]))
+                    rates.append(sum(expected[k] for k in ks) / sum(at_60[k] for k in ks)
+                                 * at_60[0])
                     start += level + len(drain)
                 print(f"level-starts k3/plain={busy} level={level} seed={seed}: drafting decisions"
                       f" at 60 per level {at60}, rate vs plain {', '.join(f'{r:.3f}' for r in rates)}"
