@@ -50,7 +50,6 @@ prefill term prices both alike.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import re
 import statistics
@@ -203,11 +202,11 @@ def arrivals(rows: List[list], bucket: int) -> str:
             if run == SETTLED_PLAIN:
                 settled = sum(wall[:m + 1 - run]) / 1000
                 break
-        drafting = sum(w for w, r in zip(wall, stay) if r[1] > 0)
+        drafting, total = sum(w for w, r in zip(wall, stay) if r[1] > 0), sum(wall)
         n += 1
-        out.append([str(n), str(len(stay)), f"{sum(wall) / 1000:.2f}",
+        out.append([str(n), str(len(stay)), f"{total / 1000:.2f}",
                     "-" if settled is None else f"{settled:.2f}",
-                    f"{drafting / sum(wall):.2f}" if sum(wall) > 0 else "-"])
+                    f"{drafting / total:.2f}" if total > 0 else "-"])
         i = j
     return _aligned(out) if n else f"(no stay at {bucket // 2 + 1}-{bucket} running entered from below)"
 
@@ -252,17 +251,18 @@ def prefill_modes(rows: List[list]) -> str:
 
 
 # The views instead of one bucket's table, the first one asked for printed: flag, help, the title
-# after the log's name (None: the view is one line, printed after the name), what prints it
+# after the log's name (None: the view is one line, printed after the name), what prints it from
+# the rows and --bucket
 VIEWS = (
     ("crossings", "bucket changes between consecutive results, and drafting turned on or off at "
-     "them", None, crossings),
+     "them", None, lambda rows, bucket: crossings(rows)),
     ("realized", "per bucket and k, the tokens a second a request the steps delivered with their "
      "prefills", "what the steps delivered, prefills counted",
-     lambda rows: realized_table(rows) + "\n" + prefill_modes(rows)),
+     lambda rows, bucket: realized_table(rows) + "\n" + prefill_modes(rows)),
     ("drafting-runs", "per bucket, the runs of drafting results begun after a plain one",
-     "runs of drafting begun after a plain result", drafting_runs),
+     "runs of drafting begun after a plain result", lambda rows, bucket: drafting_runs(rows)),
     ("launches", "every bucket's samples beside a prefill's launch against the rest",
-     "decode samples beside a prefill's launch, ms", launch_table),
+     "decode samples beside a prefill's launch, ms", lambda rows, bucket: launch_table(rows)),
     ("arrivals", "each stay of the batch in --bucket entered from below: how long it drafted "
      "on arrival", "stays entered from below and the drafting on arrival", arrivals),
 )
@@ -287,13 +287,11 @@ def main(argv=None) -> int:
         view = next((v for v in VIEWS if getattr(a, v[0].replace("-", "_"))), None)
         if rows and view is not None:
             _, _, title, render = view
-            if render is arrivals:
-                render = functools.partial(arrivals, bucket=a.bucket)
             if title is None:
-                print(f"{server_name(p)}: {render(rows)}")
+                print(f"{server_name(p)}: {render(rows, a.bucket)}")
             else:
                 print(f"{server_name(p)}: {title}")
-                print(render(rows))
+                print(render(rows, a.bucket))
         elif rows:
             groups = split(rows, a.bucket)
             print(f"{server_name(p)}: step-time samples at {a.bucket // 2 + 1}-{a.bucket} running, ms")

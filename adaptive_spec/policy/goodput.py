@@ -232,8 +232,8 @@ class GoodputPolicy:
         self._decisions = 0
         self._current: Optional[int] = None
         self._last_goodput: list = []
-        self._held: Optional[str] = None  # what kept the current k over a better one (_choose)
-        self._last_held: Optional[str] = None  # ... at the last fresh decision (decision_basis)
+        # what kept the current k over a better one at the last fresh decision (decision_basis)
+        self._last_held: Optional[str] = None
         self._last_expected: Optional[list] = None  # E_k at the last decision (the status reads it)
         self._probe_k: Optional[int] = None
         self._probe_left = 0
@@ -434,8 +434,8 @@ class GoodputPolicy:
                             goodput[_argmax(candidates, goodput)])
         if probe is not None:
             return Decision(probe, self._probe_reason)
-        best, reason = self._choose(bucket, times, candidates, goodput, expected)
-        self._current, self._last_held = best, self._held
+        best, reason, self._last_held = self._choose(bucket, times, candidates, goodput, expected)
+        self._current = best
         return Decision(best, reason)
 
     def forecast(self, snap: LoadSnapshot, acc: AcceptanceStats) -> int:
@@ -463,7 +463,7 @@ class GoodputPolicy:
         return times, self._bucket_view(bucket)[1], [e / t for e, t in zip(expected, times)]
 
     def _choose(self, bucket: int, times: list, candidates: list, goodput: list, expected: list) -> tuple:
-        """(k, reason): the best goodput among the candidates (those meeting the TPOT target,
+        """(k, reason, what held a better k back or None: `decision_basis`): the best goodput among the candidates (those meeting the TPOT target,
         when one is set and any does), kept at the current k unless a switch gains more than
         `switch_margin`; from k = 0, unless drafting also pays back what turning it on costs
         at this bucket (`switch_cost`) within the steps a drafting run is expected to last;
@@ -476,12 +476,12 @@ class GoodputPolicy:
             if meets:
                 candidates, reason = meets, "slo"
         best = _argmax(candidates, goodput)
-        cur, self._held = self._current, None
+        cur, held = self._current, None
         if cur is not None and cur in candidates:
             stay = goodput[cur] * (1 + self.switch_margin)
             if goodput[best] <= stay:
                 if best != cur:
-                    self._held = "margin"
+                    held = "margin"
                 best = cur  # not worth a switch
             elif cur == 0 or best == 0:
                 # the catch-up's time buys no tokens: over the horizon drafting runs that much
@@ -503,9 +503,9 @@ class GoodputPolicy:
                     default_share = _price_share(price, longest)
                     if (goodput[best] * (1.0 - default_share) <= bar
                             or not self._mixture_prefers(best, cur, expected, default_share)):
-                        self._held = f"price:{share:.3f}"
+                        held = f"price:{share:.3f}"
                         best = cur
-        return best, reason
+        return best, reason, held
 
     def _switch_on_horizon_s(self, bucket: int, step_s: float) -> float:
         """Seconds a switch on's price is spread over at most: `switch_on_horizon` drafting steps

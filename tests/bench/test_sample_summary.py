@@ -215,6 +215,7 @@ def test_arrivals_time_each_stay_entered_from_below_until_plain_settles(tmp_path
     lines = [ln.split() for ln in capsys.readouterr().out.strip().splitlines()]
     assert lines[1] == ["stay", "results", "s", "plain", "settled", "at", "s", "drafting", "share"]
     # 0.1 s (the first result and its prefill) + 50 x 20 ms + 5 x 7 + 7 x 15 before the 40 plain
+    # drafting 1,000 + 105 of 1,520 ms in all = 0.73
     assert lines[2] == ["1", "103", "1.52", "1.24", "0.73"]
     assert lines[3] == ["2", "40", "0.28", "0.00", "0.00"]
     assert lines[4] == ["3", "10", "0.20", "-", "1.00"]

@@ -113,7 +113,7 @@ def test_a_plain_run_timed_at_no_time_makes_a_switch_off_unpaid_not_a_failure():
     pol._current = 2
     times, expected = [0.004, 0.009, 0.010, 0.012], [1.0, 1.7, 2.19, 2.53]
     goodput = [e / t for e, t in zip(expected, times)]  # plain 250 a second, k = 2 219
-    best, _ = pol._choose(bucket, times, [0, 1, 2, 3], goodput, expected)
+    best, *_ = pol._choose(bucket, times, [0, 1, 2, 3], goodput, expected)
     assert best == 2  # plain's runs here end at once: the switch off would not pay
 
 

@@ -22,7 +22,7 @@ truncate -s "$FAKE_BUNDLE_BYTES" "$OUTDIR/sglang-site.tar.xz"
 """
 
 
-def setup(tmp_path, recipe=FAKE_RECIPE):
+def make_repo(tmp_path, recipe=FAKE_RECIPE):
     repo, shared = tmp_path / "repo", tmp_path / "shared"
     (repo / "scripts" / "device").mkdir(parents=True)
     shutil.copy(SCRIPT, repo / "scripts" / "device" / "setup_local.sh")
@@ -43,7 +43,7 @@ def run(repo, shared, bundle_bytes, *args):
 
 
 def test_the_recipe_is_copied_edited_built_and_its_travel_checked(tmp_path):
-    repo, shared = setup(tmp_path)
+    repo, shared = make_repo(tmp_path)
     r = run(repo, shared, 50 * 2 ** 20)
     assert r.returncode == 0, r.stderr
     edited = (repo / ".device" / "make_bundle.sh").read_text()
@@ -55,7 +55,7 @@ def test_the_recipe_is_copied_edited_built_and_its_travel_checked(tmp_path):
 
 
 def test_a_bundle_over_the_limit_is_one_line_and_exit_2(tmp_path):
-    repo, shared = setup(tmp_path)
+    repo, shared = make_repo(tmp_path)
     r = run(repo, shared, 64 * 2 ** 20)  # with the tracked file and .device: over
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "over the 64-MiB limit by" in r.stderr
@@ -67,7 +67,7 @@ def test_a_bundle_over_the_limit_is_one_line_and_exit_2(tmp_path):
     (None, (), "no device recipe"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, recipe, args, says):
-    repo, shared = setup(tmp_path, recipe or FAKE_RECIPE)
+    repo, shared = make_repo(tmp_path, recipe or FAKE_RECIPE)
     if recipe is None:
         shutil.rmtree(shared)
     r = run(repo, shared, 1000, *args)

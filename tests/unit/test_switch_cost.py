@@ -421,6 +421,8 @@ def test_a_switch_off_held_back_by_its_price_is_named_in_the_decision_basis(monk
     monkeypatch.setattr(pol, "_goodput_at", lambda b, e: (times, [0, 1, 2, 3], goodput))
     monkeypatch.setattr(pol, "_probe", lambda *args: None)
     assert pol._decide(bucket, AcceptanceStats()).steps == 3
+    # goodput over plain's: (1.7 / 16) / (1 / 7.2) = 0.765, (2.19 / 18) * 7.2 = 0.876,
+    # (2.53 / 19.5) * 7.2 = 0.934; the price's share: 0.1 s over the 1.2-s plain runs = 0.083
     assert pol.decision_basis() == "model=1.000/0.765/0.876/0.934 held=price:0.083"
     pol.runs.mean[(False, bucket)] = 60.0  # long plain runs here: the switch pays
     assert pol._decide(bucket, AcceptanceStats()).steps == 0
