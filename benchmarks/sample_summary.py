@@ -46,6 +46,15 @@ leaves them: results after a switch, the one before a switch, and those of a ram
 per bucket, the rows with prefill ms by how their prefills ran (spec: with the draft's own
 prefill; plain: the plain server's), their count and mean prefill ms: the goodput policy's
 prefill term prices both alike.
+
+  python -m adaptive_spec.bench.sample_summary --coverage server-*.log
+
+Per batch bucket and k, every row counted (ramps, drains and switches too): results, seconds
+(decode and prefill ms) and the batch's tokens a second (batch size x tokens a request over
+those seconds), with the log's total: the server's own throughput as its samples account for
+it, to set beside what the benchmark's clients measured. Session 44 (H100, 64 requests): what
+the samples delivered put k = 3 at 0.970x of plain where EAGLE-3's server made 0.94x; a server
+that runs one k (forced on, forced off) tells whether the samples miss time or tokens.
 """
 from __future__ import annotations
 
@@ -250,6 +259,29 @@ def prefill_modes(rows: List[list]) -> str:
     return _aligned(out) if cells else "(no rows with prefill ms)"
 
 
+def coverage(rows: List[list]) -> str:
+    """Per (bucket, k) and in all, every row counted: results, seconds (decode and prefill ms)
+    and batch tokens a second (batch size x tokens a request, over those seconds); rows without
+    the prefill and token fields (logs before session 40) are left out."""
+    cells: Dict[tuple, List[float]] = {}
+    for row in rows:
+        if len(row) >= 6:
+            for key in ((bucket_of(row[0]), row[1]), None):
+                cell = cells.setdefault(key, [0, 0.0, 0.0])
+                cell[0] += 1
+                cell[1] += (row[2] + row[4]) / 1000.0
+                cell[2] += row[0] * row[5]
+    if not cells:
+        return "(no rows with prefill ms and tokens: a log from before session 40?)"
+    out = [["bucket", "k", "results", "s", "batch tok/s"]]
+    for key in sorted(k for k in cells if k is not None) + [None]:
+        n, seconds, tokens = cells[key]
+        label = ["all", "-"] if key is None else [bucket_label(key[0]), str(key[1])]
+        out.append(label + [str(n), f"{seconds:.2f}",
+                            f"{tokens / seconds:.0f}" if seconds > 0 else "-"])
+    return _aligned(out)
+
+
 # The views instead of one bucket's table, the first one asked for printed: flag, help, the title
 # after the log's name (None: the view is one line, printed after the name), what prints it from
 # the rows and --bucket
@@ -265,6 +297,9 @@ VIEWS = (
      "decode samples beside a prefill's launch, ms", lambda rows, bucket: launch_table(rows)),
     ("arrivals", "each stay of the batch in --bucket entered from below: how long it drafted "
      "on arrival", "stays entered from below and the drafting on arrival", arrivals),
+    ("coverage", "per bucket and k, every row: seconds and the batch's tokens a second",
+     "the server's throughput as its samples account for it",
+     lambda rows, bucket: coverage(rows)),
 )
 
 

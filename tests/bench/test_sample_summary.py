@@ -222,3 +222,24 @@ def test_arrivals_time_each_stay_entered_from_below_until_plain_settles(tmp_path
     assert len(lines) == 5
     assert ss.main([str(log), "--arrivals", "--bucket", "16"]) == 0
     assert "no stay at 9-16 running entered from below" in capsys.readouterr().out
+
+
+def test_coverage_counts_every_row_and_the_batch_tokens(tmp_path, capsys):
+    """Session 45: the server's throughput as its rows account for it, switches and ramps
+    included (the realized view leaves them out), per bucket and k and in all."""
+    rows = [[60, 0, 6.0, 0, 4.0, 1.0],  # 60 tokens in 10 ms
+            [60, 3, 40.0, sample_log.SWITCHED, 0.0, 2.0],  # the catch-up: counted here
+            [40, 3, 20.0, sample_log.UNSTEADY, 0.0, 2.5],  # a ramp: counted too
+            [100, 0, 9.0, 0, 1.0, 1.0],  # 100 tokens in 10 ms
+            [8, 0, 5.0, 0]]  # a row of an old log: left out
+    cols = [ln.split() for ln in ss.coverage(rows).splitlines()[1:]]
+    # 33-64, k = 3: 60 x 2 + 40 x 2.5 = 220 tokens in 60 ms = 3,667 a second
+    assert cols == [["33-64", "0", "1", "0.01", "6000"], ["33-64", "3", "2", "0.06", "3667"],
+                    ["65-128", "0", "1", "0.01", "10000"],
+                    # 60 + 220 + 100 = 380 tokens in 80 ms
+                    ["all", "-", "4", "0.08", "4750"]]
+    assert "before session 40" in ss.coverage([[8, 0, 5.0, 0]])
+    log = tmp_path / "server-adaptive-spec_forced-on.log"
+    log.write_text(f"adaptive_spec samples rank=0 rows={json.dumps(rows)}\n")
+    assert ss.main([str(log), "--coverage"]) == 0
+    assert "batch tok/s" in capsys.readouterr().out
