@@ -42,6 +42,19 @@ goodput_paired "$OUT"/sweep-lv-dense.json plain adaptive-spec:forced-on
   python3 -m adaptive_spec.bench.sample_summary --realized "$OUT"/samples-lv-*.txt
   python3 -m adaptive_spec.bench.sample_summary --arrivals "$OUT/samples-lv-goodput.txt" ) 2>&1 \
   | tail -80
+# SGLang's own account beside the clients' and the samples': its decode log lines' mean gen
+# throughput and accept length at 57-64 running, per server
+for f in /tmp/logs-lv-dense/server-*.log; do
+  grep -h "Decode batch" "$f" | python3 -c '
+import re, sys
+rows = [(float(t), float(a)) for n, a, t in re.findall(
+    r"#running-req: (\d+),.*?accept len: ([\d.]+),.*?gen throughput \(token/s\): ([\d.]+)",
+    sys.stdin.read()) if 57 <= int(n) <= 64]
+if rows:
+    print(sys.argv[1], "SGLang decode lines at 57-64 running:", len(rows), "gen tok/s %.0f"
+          % (sum(t for t, _ in rows) / len(rows)), "accept len %.3f" % (sum(a for _, a in rows) / len(rows)))
+' "$(basename "$f")"
+done
 grep -o "model=[^ ]*\( held=[^ ]*\)\?" "$OUT/decisions-lv.log" | sort | uniq -c | sort -rn | head -12
 goodput_cost_model "$OUT"/sweep-lv-dense.json
 rm -f "$OUT/build.log"
