@@ -47,9 +47,13 @@ goodput_paired "$OUT"/sweep-lv-dense.json plain adaptive-spec:forced-on
 for f in /tmp/logs-lv-dense/server-*.log; do
   grep -h "Decode batch" "$f" | python3 -c '
 import re, sys
-rows = [(float(t), float(a)) for n, a, t in re.findall(
-    r"#running-req: (\d+),.*?accept len: ([\d.]+),.*?gen throughput \(token/s\): ([\d.]+)",
-    sys.stdin.read()) if 57 <= int(n) <= 64]
+rows = []
+for ln in sys.stdin:
+    n = re.search(r"#running-req: (\d+)", ln)
+    t = re.search(r"gen throughput \(token/s\): ([\d.]+)", ln)
+    a = re.search(r"accept len: ([\d.]+)", ln)
+    if n and t and 57 <= int(n.group(1)) <= 64:
+        rows.append((float(t.group(1)), float(a.group(1)) if a else 1.0))
 if rows:
     print(sys.argv[1], "SGLang decode lines at 57-64 running:", len(rows), "gen tok/s %.0f"
           % (sum(t for t, _ in rows) / len(rows)), "accept len %.3f" % (sum(a for _, a in rows) / len(rows)))
