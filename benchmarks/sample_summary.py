@@ -50,9 +50,9 @@ prefill term prices both alike.
   python -m adaptive_spec.bench.sample_summary --coverage server-*.log
 
 Per batch bucket and k, every row counted (ramps, drains and switches too): results, seconds
-(decode and prefill ms) and the batch's tokens a second (batch size x tokens a request over
-those seconds), with the log's total: the server's own throughput as its samples account for
-it, to set beside what the benchmark's clients measured. Session 44 (H100, 64 requests): what
+(decode and prefill ms), the batch's tokens a second (batch size x tokens a request over those
+seconds), the mean batch and tokens a second a request, with the log's total: the server's own
+throughput as its samples account for it, to set beside what the benchmark's clients measured. Session 44 (H100, 64 requests): what
 the samples delivered put k = 3 at 0.970x of plain where EAGLE-3's server made 0.94x; a server
 that runs one k (forced on, forced off) tells whether the samples miss time or tokens.
 """
@@ -260,25 +260,30 @@ def prefill_modes(rows: List[list]) -> str:
 
 
 def coverage(rows: List[list]) -> str:
-    """Per (bucket, k) and in all, every row counted: results, seconds (decode and prefill ms)
-    and batch tokens a second (batch size x tokens a request, over those seconds); rows without
-    the prefill and token fields (logs before session 40) are left out."""
+    """Per (bucket, k) and in all, every row counted: results, seconds (decode and prefill ms),
+    batch tokens a second (batch size x tokens a request, over those seconds), the mean batch
+    and tokens a second a request (the two over each other: a drain's smaller batches make
+    fewer batch tokens, not fewer a request); rows without the prefill and token fields (logs
+    before session 40) are left out."""
     cells: Dict[tuple, List[float]] = {}
     for row in rows:
         if len(row) >= 6:
             for key in ((bucket_of(row[0]), row[1]), None):
-                cell = cells.setdefault(key, [0, 0.0, 0.0])
+                cell = cells.setdefault(key, [0, 0.0, 0.0, 0])
                 cell[0] += 1
                 cell[1] += (row[2] + row[4]) / 1000.0
                 cell[2] += row[0] * row[5]
+                cell[3] += row[0]
     if not cells:
         return "(no rows with prefill ms and tokens: a log from before session 40?)"
-    out = [["bucket", "k", "results", "s", "batch tok/s"]]
+    out = [["bucket", "k", "results", "s", "batch tok/s", "mean batch", "tok/s/req"]]
     for key in sorted(k for k in cells if k is not None) + [None]:
-        n, seconds, tokens = cells[key]
+        n, seconds, tokens, batch = cells[key]
         label = ["all", "-"] if key is None else [bucket_label(key[0]), str(key[1])]
-        out.append(label + [str(n), f"{seconds:.2f}",
-                            f"{tokens / seconds:.0f}" if seconds > 0 else "-"])
+        rate = tokens / seconds if seconds > 0 else None
+        out.append(label + [str(n), f"{seconds:.2f}", "-" if rate is None else f"{rate:.0f}",
+                            f"{batch / n:.1f}",
+                            "-" if rate is None else f"{rate / (batch / n):.1f}"])
     return _aligned(out)
 
 

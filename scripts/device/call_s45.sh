@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Session 45 (one GPU, H100 or H200).
-#   lv (~6 min) session 44's `lv` with drafting forced on as a third server: plain, forced on
-#      (k = 3) and goodput at 64 requests (CONC), separate servers, 20-s levels (LEVEL_S), one
-#      pass (PASSES), every one of ours logging its step-time samples. Two questions:
+#   lv (~6 min) session 44's `lv` with drafting forced on and forced off beside it: plain,
+#      goodput, forced on (k = 3) and forced off at 64 requests (CONC), separate servers, 15-s
+#      levels (LEVEL_S), one pass (PASSES), every one of ours logging its step-time samples.
+#      Two questions:
 #      - whether the level's start is what costs goodput 4-5% at 64 (session 44, 6-s levels:
 #        0.94-0.98x of plain; it arrived drafting from the drain and settled on plain 3-5 s in);
 #        the arrivals and the decision lines, which carry the cost model's reading (`model=`);
 #      - where the model's 3% goes: session 44's samples put k = 3 at 0.970x of plain where
-#        EAGLE-3's server made 0.94x. A server that runs k = 3 only accounts for its own
-#        throughput in its samples (`sample_summary --coverage`): set beside what its clients
-#        measured, it tells whether the samples miss time or tokens.
+#        EAGLE-3's server made 0.94x; at 60-64 running its k = 3 rows delivered 6,948 batch
+#        tokens a second and its plain rows 6,762, where the plain server made 7,093. Servers
+#        that run one k (forced on, forced off) account for their own throughput in their
+#        samples (`sample_summary --coverage`); set beside what their clients measured and
+#        SGLang's decode lines, that tells whether the samples miss time or tokens, and whether
+#        goodput's plain steps cost more than a forced-off server's.
 #   lv44 | il | sv | ds | r64 | rc | rs | fo | ...: sessions 37-44's calls (lv44: session 44's lv).
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s45.sh lv|il|...
 case "${1:-}" in
@@ -24,20 +28,22 @@ GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput --adaptive-spec-lo
 dense_pinned_setup lv
 export ADAPTIVE_SPEC_SAMPLE_LOG=1
 sweep 0 lv-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
-  plain,adaptive-spec:goodput,adaptive-spec:forced-on --concurrency "${CONC:-64}" \
-  --repeat "${PASSES:-1}" --time-budget-s "${LEVEL_S:-20}" \
-  --time-budget-from "${CONC:-64}:${LEVEL_S:-20}" --start-timeout-s 300 \
+  plain,adaptive-spec:goodput,adaptive-spec:forced-on,adaptive-spec:forced-off \
+  --concurrency "${CONC:-64}" --repeat "${PASSES:-1}" --time-budget-s "${LEVEL_S:-15}" \
+  --time-budget-from "${CONC:-64}:${LEVEL_S:-15}" --start-timeout-s 300 \
   --system-args "$GOODPUT" > /tmp/tail-lv.txt
-for s in goodput forced-on; do
+for s in goodput forced-on forced-off; do
   grep -h "adaptive_spec samples" "/tmp/logs-lv-dense/server-adaptive-spec_$s.log" \
     > "$OUT/samples-lv-$s.txt" 2> /dev/null
 done
 grep -h "adaptive_spec decision" /tmp/logs-lv-dense/server-adaptive-spec_goodput.log | tail -300 \
   > "$OUT/decisions-lv.log" 2> /dev/null
 report lv- logs-lv.tar.xz /tmp/tail-lv.txt
-goodput_paired "$OUT"/sweep-lv-dense.json plain adaptive-spec:forced-on
-( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-lv-dense.json \
-    --system adaptive-spec:forced-on --of plain ) 2>&1 | tail -2
+goodput_paired "$OUT"/sweep-lv-dense.json plain adaptive-spec:forced-on adaptive-spec:forced-off
+for s in forced-on forced-off; do
+  ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-lv-dense.json \
+      --system "adaptive-spec:$s" --of plain ) 2>&1 | tail -2
+done
 ( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --coverage "$OUT"/samples-lv-*.txt
   python3 -m adaptive_spec.bench.sample_summary --realized "$OUT"/samples-lv-*.txt
   python3 -m adaptive_spec.bench.sample_summary --arrivals "$OUT/samples-lv-goodput.txt" ) 2>&1 \

@@ -233,11 +233,13 @@ def test_coverage_counts_every_row_and_the_batch_tokens(tmp_path, capsys):
             [100, 0, 9.0, 0, 1.0, 1.0],  # 100 tokens in 10 ms
             [8, 0, 5.0, 0]]  # a row of an old log: left out
     cols = [ln.split() for ln in ss.coverage(rows).splitlines()[1:]]
-    # 33-64, k = 3: 60 x 2 + 40 x 2.5 = 220 tokens in 60 ms = 3,667 a second
-    assert cols == [["33-64", "0", "1", "0.01", "6000"], ["33-64", "3", "2", "0.06", "3667"],
-                    ["65-128", "0", "1", "0.01", "10000"],
-                    # 60 + 220 + 100 = 380 tokens in 80 ms
-                    ["all", "-", "4", "0.08", "4750"]]
+    # 33-64, k = 3: 60 x 2 + 40 x 2.5 = 220 tokens in 60 ms = 3,667 a second; a mean batch of
+    # 50, so 73.3 a request
+    assert cols == [["33-64", "0", "1", "0.01", "6000", "60.0", "100.0"],
+                    ["33-64", "3", "2", "0.06", "3667", "50.0", "73.3"],
+                    ["65-128", "0", "1", "0.01", "10000", "100.0", "100.0"],
+                    # 60 + 220 + 100 = 380 tokens in 80 ms; batch (60 + 60 + 40 + 100) / 4 = 65
+                    ["all", "-", "4", "0.08", "4750", "65.0", "73.1"]]
     assert "before session 40" in ss.coverage([[8, 0, 5.0, 0]])
     log = tmp_path / "server-adaptive-spec_forced-on.log"
     log.write_text(f"adaptive_spec samples rank=0 rows={json.dumps(rows)}\n")
