@@ -2,7 +2,9 @@
 # Session 45 (one GPU, H100 or H200).
 #   lv (~6 min) session 44's `lv` with drafting forced on and forced off beside it: plain,
 #      goodput, forced on (k = 3) and forced off at 64 requests (CONC), separate servers, 15-s
-#      levels (LEVEL_S), one pass (PASSES), every one of ours logging its step-time samples.
+#      levels (LEVEL_S), one pass (PASSES), every one of ours logging its step-time samples
+#      (SYSTEMS= a shorter list: forced off has read 0.992-0.999x of plain in every run since
+#      session 39).
 #      Two questions:
 #      - whether the level's start is what costs goodput 4-5% at 64 (session 44, 6-s levels:
 #        0.94-0.98x of plain; it arrived drafting from the drain and settled on plain 3-5 s in);
@@ -28,7 +30,7 @@ GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput --adaptive-spec-lo
 dense_pinned_setup lv
 export ADAPTIVE_SPEC_SAMPLE_LOG=1
 sweep 0 lv-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
-  plain,adaptive-spec:goodput,adaptive-spec:forced-on,adaptive-spec:forced-off \
+  "${SYSTEMS:-plain,adaptive-spec:goodput,adaptive-spec:forced-on,adaptive-spec:forced-off}" \
   --concurrency "${CONC:-64}" --repeat "${PASSES:-1}" --time-budget-s "${LEVEL_S:-15}" \
   --time-budget-from "${CONC:-64}:${LEVEL_S:-15}" --start-timeout-s 300 \
   --system-args "$GOODPUT" > /tmp/tail-lv.txt
@@ -41,8 +43,10 @@ grep -h "adaptive_spec decision" /tmp/logs-lv-dense/server-adaptive-spec_goodput
 report lv- logs-lv.tar.xz /tmp/tail-lv.txt
 goodput_paired "$OUT"/sweep-lv-dense.json plain adaptive-spec:forced-on adaptive-spec:forced-off
 for s in forced-on forced-off; do
-  ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-lv-dense.json \
-      --system "adaptive-spec:$s" --of plain ) 2>&1 | tail -2
+  for of in plain adaptive-spec:forced-off; do
+    ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$OUT"/sweep-lv-dense.json \
+        --system "adaptive-spec:$s" --of "$of" ) 2>&1 | tail -2
+  done
 done
 ( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --coverage "$OUT"/samples-lv-*.txt
   python3 -m adaptive_spec.bench.sample_summary --realized "$OUT"/samples-lv-*.txt
