@@ -47,19 +47,23 @@ per bucket, the rows with prefill ms by how their prefills ran (spec: with the d
 prefill; plain: the plain server's), their count and mean prefill ms: the goodput policy's
 prefill term prices both alike.
 
-  python -m adaptive_spec.bench.sample_summary --coverage server-*.log
+  python -m adaptive_spec.bench.sample_summary --coverage [--batch 60-64] server-*.log
 
 Per batch bucket and k, every row counted (ramps, drains and switches too): results, seconds
 (decode and prefill ms), the batch's tokens a second (batch size x tokens a request over those
 seconds), the mean batch and tokens a second a request, with the log's total: the server's own
-throughput as its samples account for it, to set beside what the benchmark's clients measured. Session 44 (H100, 64 requests): what
-the samples delivered put k = 3 at 0.970x of plain where EAGLE-3's server made 0.94x; a server
-that runs one k (forced on, forced off) tells whether the samples miss time or tokens.
+throughput as its samples account for it, to set beside what the benchmark's clients measured.
+`--batch LO-HI` keeps the rows of those batch sizes (a level's steady part without its ramp and
+drain). Session 44 (H100, 64 requests; session 45's reading of its log): at 60-64 running
+goodput's k = 3 rows delivered 6,948 batch tokens a second and its plain rows 6,762, where
+EAGLE-3's clients measured 6,690 and the plain server's 7,093; a server that runs one k (forced
+on, forced off) tells whether the samples miss time or tokens.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import statistics
 import sys
@@ -308,10 +312,20 @@ VIEWS = (
 )
 
 
+def _batch_range(text: str):
+    """'LO-HI' -> (LO, HI), None when it is not one."""
+    lo, _, hi = text.partition("-")
+    if not (lo.isdigit() and hi.isdigit()) or not 1 <= int(lo) <= int(hi):
+        return None
+    return int(lo), int(hi)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+", type=Path)
     ap.add_argument("--bucket", type=int, default=64, help="a power of two: batches bucket/2+1..bucket")
+    ap.add_argument("--batch", default=None, metavar="LO-HI",
+                    help="with --coverage: only the rows whose batch size is in LO..HI")
     for flag, help_text, _, _ in VIEWS:
         ap.add_argument(f"--{flag}", action="store_true", help=f"instead: {help_text}")
     a = ap.parse_args(argv)
@@ -322,8 +336,14 @@ def main(argv=None) -> int:
     if a.bucket < 1 or a.bucket & (a.bucket - 1):
         print(f"error: --bucket must be a power of two, got {a.bucket}", file=sys.stderr)
         return 2
+    batch = _batch_range(a.batch) if a.batch is not None else (1, math.inf)
+    if batch is None or (a.batch is not None and not a.coverage):
+        # the other views read consecutive rows: a filter would join rows that were not
+        print(f"error: --batch takes LO-HI (1 <= LO <= HI) and goes with --coverage, got "
+              f"{a.batch!r}", file=sys.stderr)
+        return 2
     for p in a.logs:
-        rows = samples(p.read_text(errors="replace"))
+        rows = [r for r in samples(p.read_text(errors="replace")) if batch[0] <= r[0] <= batch[1]]
         view = next((v for v in VIEWS if getattr(a, v[0].replace("-", "_"))), None)
         if rows and view is not None:
             _, _, title, render = view

@@ -245,3 +245,21 @@ def test_coverage_counts_every_row_and_the_batch_tokens(tmp_path, capsys):
     log.write_text(f"adaptive_spec samples rank=0 rows={json.dumps(rows)}\n")
     assert ss.main([str(log), "--coverage"]) == 0
     assert "batch tok/s" in capsys.readouterr().out
+
+
+def test_coverage_keeps_the_batch_range_asked_for(tmp_path, capsys):
+    """`--batch 60-64`: a level's steady rows without its drain (session 45 read session 44's
+    log at 60-64); the range goes with --coverage only, the other views read consecutive rows."""
+    rows = [[64, 0, 8.0, 0, 2.0, 1.0], [62, 0, 8.0, 0, 0.0, 1.0],  # 126 tokens in 18 ms
+            [30, 3, 12.0, 0, 0.0, 2.5]]  # the drain: left out
+    log = tmp_path / "server-adaptive-spec_forced-off.log"
+    log.write_text(f"adaptive_spec samples rank=0 rows={json.dumps(rows)}\n")
+    assert ss.main([str(log), "--coverage", "--batch", "60-64"]) == 0
+    cols = [ln.split() for ln in capsys.readouterr().out.strip().splitlines()[2:]]
+    # 126 / 0.018 = 7,000 batch tokens a second, a mean batch of 63: 111.1 a request
+    assert cols == [["33-64", "0", "2", "0.02", "7000", "63.0", "111.1"],
+                    ["all", "-", "2", "0.02", "7000", "63.0", "111.1"]]
+    for args in (["--coverage", "--batch", "64-60"], ["--coverage", "--batch", "x"],
+                 ["--arrivals", "--batch", "60-64"]):
+        assert ss.main([str(log), *args]) == 2
+        assert "--batch takes LO-HI" in capsys.readouterr().err
