@@ -26,7 +26,7 @@ esac
 PREFILL_GRAPH=${PREFILL_GRAPH:-breakable}  # SGLang's default, which common.sh turns off otherwise
 source scripts/device/common.sh
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
-GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput --adaptive-spec-log-decisions"
+GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"  # RUN_FLAGS add its decision log
 dense_pinned_setup lv
 export ADAPTIVE_SPEC_SAMPLE_LOG=1
 sweep 0 lv-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
@@ -48,7 +48,9 @@ for s in forced-on forced-off; do
         --system "adaptive-spec:$s" --of "$of" ) 2>&1 | tail -2
   done
 done
-( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --coverage "$OUT"/samples-lv-*.txt
+( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --coverage --batch 57-64 \
+    "$OUT"/samples-lv-*.txt
+  python3 -m adaptive_spec.bench.sample_summary --coverage "$OUT"/samples-lv-*.txt
   python3 -m adaptive_spec.bench.sample_summary --realized "$OUT"/samples-lv-*.txt
   python3 -m adaptive_spec.bench.sample_summary --arrivals "$OUT/samples-lv-goodput.txt" ) 2>&1 \
   | tail -80
@@ -65,11 +67,13 @@ for ln in sys.stdin:
     if n and t and 57 <= int(n.group(1)) <= 64:
         rows.append((float(t.group(1)), float(a.group(1)) if a else 1.0))
 if rows:
-    print(sys.argv[1], "SGLang decode lines at 57-64 running:", len(rows), "gen tok/s %.0f"
-          % (sum(t for t, _ in rows) / len(rows)), "accept len %.3f" % (sum(a for _, a in rows) / len(rows)))
+    n = len(rows)
+    print(sys.argv[1], "SGLang decode lines at 57-64 running:", n, "gen tok/s %.0f"
+          % (sum(t for t, _ in rows) / n), "accept len %.3f" % (sum(a for _, a in rows) / n))
 ' "$(basename "$f")"
 done
-grep -o "model=[^ ]*\( held=[^ ]*\)\?" "$OUT/decisions-lv.log" | sort | uniq -c | sort -rn | head -12
+grep -o "model=[^ ]*\( held=[^ ]*\)\?" "$OUT/decisions-lv.log" | sort | uniq -c | sort -rn \
+  | head -12
 goodput_cost_model "$OUT"/sweep-lv-dense.json
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" lv
