@@ -56,8 +56,8 @@ throughput as its samples account for it, to set beside what the benchmark's cli
 `--batch LO-HI` keeps the rows of those batch sizes (a level's steady part without its ramp and
 drain). Session 44 (H100, 64 requests; session 45's reading of its log): at 60-64 running
 goodput's k = 3 rows delivered 6,948 batch tokens a second and its plain rows 6,762, where
-EAGLE-3's clients measured 6,690 and the plain server's 7,093; a server that runs one k (forced
-on, forced off) tells whether the samples miss time or tokens.
+EAGLE-3's clients measured 6,682 and the plain server's 7,102 (two passes' means); a server
+that runs one k (forced on, forced off) tells whether the samples miss time or tokens.
 """
 from __future__ import annotations
 
@@ -266,9 +266,9 @@ def prefill_modes(rows: List[list]) -> str:
 def coverage(rows: List[list]) -> str:
     """Per (bucket, k) and in all, every row counted: results, seconds (decode and prefill ms),
     batch tokens a second (batch size x tokens a request, over those seconds), the mean batch
-    and tokens a second a request (the two over each other: a drain's smaller batches make
-    fewer batch tokens, not fewer a request); rows without the prefill and token fields (logs
-    before session 40) are left out."""
+    and tokens a second a request (batch tokens a second over the mean batch: a drain's smaller
+    batches make fewer batch tokens, not fewer a request); rows without the prefill and token
+    fields (logs before session 40) are left out."""
     cells: Dict[tuple, List[float]] = {}
     for row in rows:
         if len(row) >= 6:

@@ -11,7 +11,7 @@
 #        the arrivals and the decision lines, which carry the cost model's reading (`model=`);
 #      - where the model's 3% goes: session 44's samples put k = 3 at 0.970x of plain where
 #        EAGLE-3's server made 0.94x; at 60-64 running its k = 3 rows delivered 6,948 batch
-#        tokens a second and its plain rows 6,762, where the plain server made 7,093. Servers
+#        tokens a second and its plain rows 6,762, where the plain server made 7,102. Servers
 #        that run one k (forced on, forced off) account for their own throughput in their
 #        samples (`sample_summary --coverage`); set beside what their clients measured and
 #        SGLang's decode lines, that tells whether the samples miss time or tokens, and whether
