@@ -54,24 +54,10 @@ done
   python3 -m adaptive_spec.bench.sample_summary --realized "$OUT"/samples-lv-*.txt
   python3 -m adaptive_spec.bench.sample_summary --arrivals "$OUT/samples-lv-goodput.txt" ) 2>&1 \
   | tail -80
-# SGLang's own account beside the clients' and the samples': its decode log lines' mean gen
-# throughput and accept length at 57-64 running, per server
-for f in /tmp/logs-lv-dense/server-*.log; do
-  grep -h "Decode batch" "$f" | python3 -c '
-import re, sys
-rows = []
-for ln in sys.stdin:
-    n = re.search(r"#running-req: (\d+)", ln)
-    t = re.search(r"gen throughput \(token/s\): ([\d.]+)", ln)
-    a = re.search(r"accept len: ([\d.]+)", ln)
-    if n and t and 57 <= int(n.group(1)) <= 64:
-        rows.append((float(t.group(1)), float(a.group(1)) if a else 1.0))
-if rows:
-    n = len(rows)
-    print(sys.argv[1], "SGLang decode lines at 57-64 running:", n, "gen tok/s %.0f"
-          % (sum(t for t, _ in rows) / n), "accept len %.3f" % (sum(a for _, a in rows) / n))
-' "$(basename "$f")"
-done
+# SGLang's own account beside the clients' and the samples': its decode log lines' median gen
+# throughput per running level, per server (log_throughput.py)
+( cd /tmp && python3 -m adaptive_spec.bench.log_throughput /tmp/logs-lv-dense/server-*.log ) \
+  | grep -E "^log,|,${CONC:-64},"
 grep -o "model=[^ ]*\( held=[^ ]*\)\?" "$OUT/decisions-lv.log" | sort | uniq -c | sort -rn \
   | head -12
 goodput_cost_model "$OUT"/sweep-lv-dense.json
