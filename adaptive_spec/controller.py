@@ -275,7 +275,7 @@ class Controller:
         observe = getattr(self.policy, "observe_prefill", None)
         if observe is not None:
             try:
-                observe(self.snapshot.running, since, admitted)
+                observe(self.snapshot.running, since, admitted, plain=self._prefill_plain)
             except Exception as exc:  # bookkeeping: never a reason to stop serving
                 self.fail(f"prefill hook: {exc!r}")
 

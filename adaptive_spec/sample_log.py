@@ -21,7 +21,8 @@ off its recent size (a ramp, a warm-up wave, a drain: what the goodput policy's 
 leaves out, `RecentBatch`, and its step-time table keeps); PLAIN_PREFILL (since session 40) a
 prefill counted in the row's prefill ms ran as the plain server's, without the draft's own
 prefill (`--adaptive-spec-off-prefill plain`), where the others ran SGLang's spec prefill: the
-goodput policy's prefill term prices both alike. `python -m
+goodput policy's prefill term prices each kind at its own cost (since session 46,
+policy/prefill_load.py). `python -m
 adaptive_spec.bench.sample_summary` splits a bucket's samples by those flags.
 
 Why: on the H200 (session 35, dense pair, 64 requests) the goodput policy's plain cell read

@@ -124,6 +124,11 @@ def _cost_model(cm: dict, chosen: Optional[int]) -> List[str]:
     if prefill:
         out.append("prefill per decode step, ms: " + "  ".join(
             f"{_bucket_label(b)}: {v[0]:g}" for b, v in _by_bucket(prefill)))
+    kinds = cm.get("prefill_kind_ms") or {}
+    if kinds:
+        out.append("a prefill batch, ms, plain / with the draft's (batches): " + "  ".join(
+            f"{_bucket_label(b)}: {_ms(v[0])} ({v[1]:g}) / {_ms(v[2])} ({v[3]:g})"
+            for b, v in _by_bucket(kinds)))
     launch = cm.get("prefill_launch_ms") or {}
     if any(len(row) > 1 for row in launch.values()):
         out.append("a prefill's launch in the decode step beside it, extra ms (launches):")
@@ -140,6 +145,10 @@ def _cost_model(cm: dict, chosen: Optional[int]) -> List[str]:
                        + "  ".join(f"{_bucket_label(b)}: {ms:g} ({n})"
                                    for b, (ms, n) in _by_bucket(by_bucket)))
     return out
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value:g}"
 
 
 def _decisions(st: dict) -> str:

@@ -6,7 +6,8 @@ For each concurrency where the sweep ran plain, eagle3 and adaptive-spec:goodput
 server's final table (rank 0's `final_status`) at the batch bucket of plain's mean running
 requests, a decode step's time at k = 0 and at eagle3's step count K (`step_ms`, the cells'
 means), the prefill time each brings per decode step (`prefill_ms_admitted_tokens_per_step`
-through the policy's own `PrefillLoad.per_step`), and from them the EAGLE-3 / plain ratio the
+through the policy's own `PrefillLoad.per_step`, each prefill kind at its own cost where the
+status reports it), and from them the EAGLE-3 / plain ratio the
 model predicts, E_K / (t_K + P_K) against 1 / (t_0 + P_0), E_K from the final per-position
 acceptance; beside it the ratio EAGLE-3 made (its mean output tok/s over the repeats against
 plain's). Session 37: at 64 requests in session 36's `hi`/`pc` runs the model read 0.83x where
@@ -41,13 +42,21 @@ def expected(per_position: List[float], k: int) -> float:
     return e
 
 
-def prefill_term(snapshot: dict) -> PrefillLoad:
-    """A PrefillLoad holding the merged values a status snapshot reports."""
+def prefill_term(model: dict) -> PrefillLoad:
+    """A PrefillLoad holding the merged values a status's cost model reports: the prefill time,
+    admissions and tokens a step, the prefill batches a step and, where reported (session 46),
+    each prefill kind's cost a batch."""
     load = PrefillLoad(MAX_BUCKET_EXP + 1)
+    snapshot = model.get("prefill_ms_admitted_tokens_per_step") or {}
     for bucket, (ms, admitted, tokens) in snapshot.items():
         b = int(math.log2(int(bucket)))
         load.seconds[b], load.admitted[b], load.tokens[b] = ms / 1000.0, admitted, tokens
         load.steps[b] = load.MEMORY_STEPS
+    for bucket, row in (model.get("prefill_launch_ms") or {}).items():
+        load.batches[int(math.log2(int(bucket)))] = row.get("batches_per_step", 0.0)
+    for bucket, (plain_ms, plain_n, spec_ms, spec_n) in (model.get("prefill_kind_ms") or {}).items():
+        load.kinds[int(math.log2(int(bucket)))] = [(plain_ms or 0.0) / 1000.0 * plain_n, plain_n,
+                                                  (spec_ms or 0.0) / 1000.0 * spec_n, spec_n]
     return load
 
 
@@ -60,12 +69,11 @@ def cells_at(path: Path, bucket: int) -> List[List[str]]:
     status = json.loads(path.read_text())["systems"]["adaptive-spec:goodput"]["final_status"][0]
     model, per_position = status["cost_model"], status["acceptance"]["per_position"]
     cells = {int(k): ms / 1000.0 for k, ms in model["step_ms"][str(bucket)].items()}
-    load = prefill_term(model.get("prefill_ms_admitted_tokens_per_step") or {})
+    load = prefill_term(model)
     launched = PrefillLoad(MAX_BUCKET_EXP + 1, max(cells))
     load.width, load.launch, load.launches = launched.width, launched.launch, launched.launches
     b = bucket_of(bucket)
     row = (model.get("prefill_launch_ms") or {}).get(str(bucket)) or {}
-    load.batches[b] = row.get("batches_per_step", 0.0)
     for k, value in row.items():
         if k.isdigit():
             load.launch[b * load.width + int(k)] = value[0] / 1000.0
@@ -74,8 +82,8 @@ def cells_at(path: Path, bucket: int) -> List[List[str]]:
     out = [["k", "E_k", "step_ms", "prefill_ms", "launch_ms", "goodput", "goodput_with_launch"]]
     for k, t in sorted(cells.items()):
         e = expected(per_position, k)
-        p, x = load.per_step(b, e), load.launch_extra(b, k, times)
-        with_launch = load.per_step(b, e, x)
+        p, x = load.per_step(b, e, plain=k == 0), load.launch_extra(b, k, times)
+        with_launch = load.per_step(b, e, x, plain=k == 0)
         out.append([str(k), f"{e:.3f}", f"{1000 * t:.2f}", f"{1000 * p:.2f}",
                     f"{1000 * (with_launch - p):.2f}", f"{e / (t + p):.1f}",
                     f"{e / (t + with_launch):.1f}"])
@@ -91,7 +99,7 @@ def rows_of(path: Path) -> List[dict]:
     k = int((systems.get("eagle3") or {}).get("spec_steps") or 3)
     model = status["cost_model"]
     per_position = status["acceptance"]["per_position"]
-    load = prefill_term(model.get("prefill_ms_admitted_tokens_per_step") or {})
+    load = prefill_term(model)
     tok, running = {}, {}
     for r in res["rows"]:
         key = (r["system"], r["concurrency"])
@@ -107,7 +115,7 @@ def rows_of(path: Path) -> List[dict]:
             continue
         t0, tk = cells["0"] / 1000.0, cells[str(k)] / 1000.0
         e0, ek = 1.0, expected(per_position, k)
-        p0, pk = load.per_step(b, e0), load.per_step(b, ek)
+        p0, pk = load.per_step(b, e0, plain=True), load.per_step(b, ek, plain=False)
         measured = statistics.fmean(tok[("eagle3", n)]) / statistics.fmean(tok[("plain", n)])
         out.append({"file": path.name, "concurrency": n, "bucket": 2 ** b, "k": k,
                     "t0_ms": round(1000 * t0, 2), "tk_ms": round(1000 * tk, 2),

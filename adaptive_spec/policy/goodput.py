@@ -35,6 +35,10 @@ What the GPU runs of 2026-11-29 taught the table and the probes:
   new requests it holds, and a drafting server, finishing requests in fewer and longer steps,
   puts more of them into each (GPU, session 17, MoE layout at 128 requests: plain TPOT 15.4 ms
   against a 5.9-ms plain decode step; left out, the policy ran plain where EAGLE-3 made 1.36x).
+  A prefill while drafting runs the draft's prefill too, ~2x a plain one's cost at 64 requests
+  on an H100 (session 46): priced alike, whichever kind ran made the other mode look like it,
+  both ways in drafting's favour; so plain is priced at plain prefills' cost and drafting at
+  spec ones' (prefill_load.py, "A prefill's kind").
 - A probe is expensive exactly where drafting loses (at 256 requests one k=3 step cost 16x a
   k=0 step). So only a k that could still win is probed: no estimate yet, or an estimated
   goodput within `probe_optimism` of the best; smallest k first, because a measured k is a
@@ -254,11 +258,13 @@ class GoodputPolicy:
         if 0 <= k <= self.max_steps and seconds > 0:
             self.table.record(batch_size, k, seconds)
 
-    def observe_prefill(self, batch_size: int, seconds: float, admitted: int) -> None:
+    def observe_prefill(self, batch_size: int, seconds: float, admitted: int,
+                        plain: bool = False) -> None:
         """A prefill batch of `admitted` requests took `seconds` beside a decode batch of
-        `batch_size`."""
+        `batch_size`; `plain`: it ran without the draft's prefill (prefill_load.py, "A
+        prefill's kind")."""
         if seconds > 0:
-            self.prefill.on_prefill(bucket_of(batch_size), seconds, max(0, admitted))
+            self.prefill.on_prefill(bucket_of(batch_size), seconds, max(0, admitted), plain)
 
     def observe_prefill_launch(self, batch_size: int, k: int, seconds: float) -> None:
         """A decode result at step count k processed right after a prefill batch's launch took
@@ -352,7 +358,8 @@ class GoodputPolicy:
             return math.inf
         launch = self._bucket_view(bucket)[2][k]
         ratio = self._realized_ratios(bucket, expected)[k] if self.calibrate else 1.0
-        return expected[k] * ratio / (t + self.prefill.per_step(bucket, expected[k], launch))
+        return expected[k] * ratio / (t + self.prefill.per_step(bucket, expected[k], launch,
+                                                                plain=k == 0))
 
     def bounded_goodput(self, bucket: int, k: int, expected: list[float]) -> float:
         """What a cell whose few samples may all be stalls could still reach: k's goodput at
@@ -451,7 +458,8 @@ class GoodputPolicy:
         """Each k's decode step plus the prefill time it brings per step (prefill_load.py),
         the prefills' launches included: the model's parts, uncalibrated."""
         times, _, launch = self._bucket_view(bucket)
-        return [t + self.prefill.per_step(bucket, e, x) for e, t, x in zip(expected, times, launch)]
+        return [t + self.prefill.per_step(bucket, e, x, plain=k == 0)
+                for k, (e, t, x) in enumerate(zip(expected, times, launch))]
 
     def _goodput_at(self, bucket: int, expected: list[float]) -> tuple:
         """(each k's time per decode step, the k that may be chosen, each k's goodput): the
@@ -828,6 +836,8 @@ class GoodputPolicy:
                 "prefill_batch_fit_ms": self.prefill.snapshot_fit(),
                 # each launch's extra in the decode step beside it, by k (prefill_load.py)
                 "prefill_launch_ms": self.prefill.snapshot_launch(),
+                # each prefill kind's cost a batch, plain and spec (prefill_load.py)
+                "prefill_kind_ms": self.prefill.snapshot_kinds(),
                 "switch_on_ms": self.switch.snapshot(),
                 # how long the model keeps preferring drafting, or plain (preferred_runs.py)
                 "preferred_runs_ms": self.runs.snapshot(),

@@ -55,6 +55,19 @@ k's scaled by their step times, t_j / t_k (from 64 requests' plain results: 2.6 
 routing it to the term as well (tried) left the table nothing where a prefill comes every other
 step (`test_busy_batches_are_sampled_between_prefills`).
 
+A prefill's kind. While drafting is off a prefill runs plain, as the plain server's (the target
+alone, `--adaptive-spec-off-prefill plain`); while drafting, SGLang's spec prefill adds the draft's
+own prefill. On an H100 (session 46, dense pair, 64 requests, `call_s45.sh lv`) a spec prefill
+batch cost ~2x a plain one: forced off's steady window ran 0.27 plain prefill batches a decode step
+for 1.33 ms a step (~5.0 ms a batch), forced on's 0.54 spec ones for 5.37 ms a step (~10.0 ms a
+batch). Priced alike, the term bills whichever kind ran to every k: while plain ran, drafting's
+prefills read cheap, and while drafting ran, plain's read dear, so both ways the model leaned to
+drafting. The goodput server there read k = 3 at 1.03-1.09x of plain for most of the level and
+drafted 70% of it, where forced on made 0.955x of forced off. So each bucket also keeps each
+kind's mean seconds a batch (`kind_cost`), and a step count is priced at its own kind's (plain at
+k = 0, spec while drafting) times the measured batches a step, once that kind has `KIND_MIN`
+batches there; until then at the mean of all (as before).
+
 Tensor parallel: the prefill seconds are each rank's own wall time; like the step times they
 are merged only at the policy's syncs through its reducer (an all-reduce mean), so every rank
 reads the same values. Admissions and accept lengths are rank-identical already.
@@ -63,7 +76,7 @@ reads the same values. Admissions and accept lengths are rank-identical already.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, Optional
 
 
 class RecentBatch:
@@ -90,6 +103,7 @@ class PrefillLoad:
     MIN_STEPS = 32.0  # decode steps seen at a bucket before its prefill term is used
     LAUNCH_MEMORY = 64.0  # prefill launches of history a launch extra weighs at most
     LAUNCH_MIN = 4.0  # launches seen at (bucket, k) before its extra is read
+    KIND_MIN = 4.0  # prefill batches of a kind seen at a bucket before its own cost is read
 
     def __init__(self, buckets: int, max_steps: int = 3):
         self.buckets = buckets
@@ -103,8 +117,11 @@ class PrefillLoad:
         # the launches behind that mean (capped)
         self.launch = [0.0] * (buckets * self.width)
         self.launches = [0.0] * (buckets * self.width)
-        # seconds, admitted, tokens, steps; then the batch fit's batches, sum n^2, sum n * seconds
-        self._local = [[0.0] * buckets for _ in range(7)]
+        # merged, per bucket: (seconds, batches) of plain prefills, then of spec ones (decayed)
+        self.kinds = [[0.0] * 4 for _ in range(buckets)]
+        # seconds, admitted, tokens, steps; then the batch fit's batches, sum n^2, sum n * seconds;
+        # then the plain prefills' seconds and batches
+        self._local = [[0.0] * buckets for _ in range(9)]
         # launch extras summed and counted, per bucket x k
         self._local_launch = [[0.0] * (buckets * self.width) for _ in range(2)]
         self.fit_sums = [[0.0] * 5 for _ in range(buckets)]  # batches, n, n^2, s, n*s (decayed)
@@ -116,15 +133,19 @@ class PrefillLoad:
         """Whether the last decode step was steady load (within STEADY_BAND of the recent batch)."""
         return self._steady
 
-    def on_prefill(self, bucket: int, seconds: float, admitted: int) -> None:
+    def on_prefill(self, bucket: int, seconds: float, admitted: int, plain: bool = False) -> None:
         """A prefill batch of `admitted` new requests took `seconds` while `bucket`'s batch
-        decoded."""
+        decoded; `plain`: it ran without the draft's prefill (the module doc's "A prefill's
+        kind")."""
         if self._steady:
             self._local[0][bucket] += seconds
             self._local[1][bucket] += admitted
             self._local[4][bucket] += 1.0
             self._local[5][bucket] += admitted * admitted
             self._local[6][bucket] += admitted * seconds
+            if plain:
+                self._local[7][bucket] += seconds
+                self._local[8][bucket] += 1.0
 
     def on_launch(self, bucket: int, k: int, extra_seconds: float) -> None:
         """A decode result at step count k processed after a prefill batch's launch took
@@ -159,8 +180,10 @@ class PrefillLoad:
     def merge(self, merged: list) -> None:
         """Merge `local_vector`'s sums as averaged over the ranks."""
         n, m = self.buckets, self.buckets * self.width
-        sec, adm, tok, steps, batches, adm2, adm_sec = (merged[i * n:(i + 1) * n] for i in range(7))
-        extra, launched = merged[7 * n:7 * n + m], merged[7 * n + m:7 * n + 2 * m]
+        rows = len(self._local)
+        sec, adm, tok, steps, batches, adm2, adm_sec, plain_sec, plain_batches = (
+            merged[i * n:(i + 1) * n] for i in range(rows))
+        extra, launched = merged[rows * n:rows * n + m], merged[rows * n + m:rows * n + 2 * m]
         for i in range(m):
             if launched[i] > 0:
                 w_old = self.DECAY * min(self.launches[i], self.LAUNCH_MEMORY)
@@ -171,6 +194,13 @@ class PrefillLoad:
                 fit = self.fit_sums[b]
                 fresh = (batches[b], adm[b], adm2[b], sec[b], adm_sec[b])
                 fit[:] = [self.DECAY * old + new for old, new in zip(fit, fresh)]
+                by_kind = ((plain_sec[b], plain_batches[b]),
+                           (sec[b] - plain_sec[b], batches[b] - plain_batches[b]))
+                for j, (seconds, count) in enumerate(by_kind):
+                    if count > 1e-9:  # a kind's mean moves only with its own batches
+                        kind = self.kinds[b]
+                        kind[2 * j] = self.DECAY * kind[2 * j] + seconds
+                        kind[2 * j + 1] = self.DECAY * kind[2 * j + 1] + count
             s = steps[b]
             if s <= 0:
                 continue
@@ -182,13 +212,25 @@ class PrefillLoad:
             self.batches[b] = (w_old * self.batches[b] + batches[b]) / w
             self.steps[b] = min(w, self.MEMORY_STEPS)
 
-    def per_step(self, bucket: int, tokens_k: float, launch_s: float = 0.0) -> float:
+    def kind_cost(self, bucket: int, plain: bool) -> Optional[float]:
+        """Mean seconds a prefill batch of this kind (plain, else spec) at this bucket; None
+        before KIND_MIN batches of it."""
+        seconds, count = self.kinds[bucket][0:2] if plain else self.kinds[bucket][2:4]
+        return seconds / count if count >= self.KIND_MIN else None
+
+    def per_step(self, bucket: int, tokens_k: float, launch_s: float = 0.0,
+                 plain: Optional[bool] = None) -> float:
         """Expected prefill seconds per decode step at this bucket when each request gains
         `tokens_k` tokens per step (E_k), each prefill batch adding `launch_s` to the decode
-        step beside it (`launch_extra`); 0.0 without enough evidence here."""
+        step beside it (`launch_extra`), each batch costing what the `plain` (True) or spec
+        (False) kind costs here where measured, else the mean of all (also for None); 0.0
+        without enough evidence here."""
         a, p = self.admitted[bucket], self.seconds[bucket]
         if self.steps[bucket] < self.MIN_STEPS or a <= 0.0 or p <= 0.0:
             return 0.0
+        per_batch = None if plain is None else self.kind_cost(bucket, plain)
+        if per_batch is not None:
+            p = per_batch * self.batches[bucket]
         a_k = a * tokens_k / max(self.tokens[bucket], 1e-9)
         launches = max(0.0, launch_s) * self.batches[bucket]  # per step, at the measured rate
         return (p + launches) * (1.0 - math.exp(-a_k)) / (1.0 - math.exp(-a))
@@ -245,6 +287,19 @@ class PrefillLoad:
                    for k in range(self.width) if self.launches[b * self.width + k] > 0}
             if row or self.steps[b] > 0:
                 out[str(2 ** b)] = dict(row, batches_per_step=round(self.batches[b], 4))
+        return out
+
+    def snapshot_kinds(self) -> dict:
+        """{batch bucket: [plain ms a batch (None: under KIND_MIN), plain batches, spec ms a
+        batch, spec batches]} (decayed counts)."""
+        out = {}
+        for b in range(self.buckets):
+            if self.kinds[b][1] > 0 or self.kinds[b][3] > 0:
+                costs = [self.kind_cost(b, plain) for plain in (True, False)]
+                out[str(2 ** b)] = [None if costs[0] is None else round(1000 * costs[0], 3),
+                                    round(self.kinds[b][1], 1),
+                                    None if costs[1] is None else round(1000 * costs[1], 3),
+                                    round(self.kinds[b][3], 1)]
         return out
 
     def snapshot(self) -> dict:

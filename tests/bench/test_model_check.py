@@ -58,3 +58,28 @@ def test_cells_reproduce_the_policys_own_choice_at_a_bucket(capsys):
     assert max(without, key=without.get) == 0
     assert model_check.main(["--cells", "48", str(path)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_each_prefill_kind_is_priced_at_its_own_cost_where_the_status_reports_it(tmp_path):
+    """Session 46: plain at k = 0 and EAGLE-3's step count at the spec prefills' cost a batch,
+    times the prefill batches a step; a status without the kinds reads as before."""
+    model = {"step_ms": {"64": {"0": 8.0, "3": 19.5}},
+             "prefill_ms_admitted_tokens_per_step": {"64": [3.0, 0.5, 1.0]},
+             "prefill_launch_ms": {"64": {"batches_per_step": 0.4}},
+             "prefill_kind_ms": {"64": [5.0, 40.0, 10.0, 40.0]}}
+    rows = [{"system": s, "concurrency": 64, "output_tok_s": 100.0, "mean_running": 64}
+            for s in ("plain", "eagle3")]
+
+    def checked(cost_model):
+        status = {"cost_model": cost_model, "acceptance": {"per_position": [0.7, 0.7, 0.7]}}
+        f = tmp_path / "sweep.json"
+        f.write_text(json.dumps({"systems": {"adaptive-spec:goodput": {"final_status": [status]},
+                                             "eagle3": {"spec_steps": 3}}, "rows": rows}))
+        (row,) = model_check.rows_of(f)
+        return row["prefill0_ms"], row["prefillk_ms"]
+
+    # E_3 = 2.533: 1.2665 admitted a step drafting, (1 - e^-1.2665) / (1 - e^-0.5) = 1.8252 x
+    # the prefill batches a step; plain 5 ms x 0.4, spec 10 ms x 0.4 x 1.8252
+    assert checked(model) == (2.0, 7.3)
+    del model["prefill_kind_ms"]
+    assert checked(model) == (3.0, 5.48)  # the mean of both: 3 ms a step, x 1.8252 drafting

@@ -807,19 +807,25 @@ def expected_tokens(p, k):
     return 1 + sum(p ** j for j in range(1, k + 1))
 
 
-def goodput_with_prefills(costs, bs, p, k, prefill_s=PREFILL_S):
+def goodput_with_prefills(costs, bs, p, k, prefill_s=PREFILL_S, plain_prefill_s=None):
     e = expected_tokens(p, k)
+    if k == 0 and plain_prefill_s is not None:
+        prefill_s = plain_prefill_s
     return e / (costs[k] + prefill_s * (1 - math.exp(-bs * e / OUTPUT_LEN)))
 
 
-def simulate_closed_loop(ctl, costs, bs, p, steps, rng, prefill_s=PREFILL_S):
+def simulate_closed_loop(ctl, costs, bs, p, steps, rng, prefill_s=PREFILL_S, plain_prefill_s=None):
     """Like `simulate`, and each step admits the requests its tokens finished (Poisson) in one
-    prefill batch of `prefill_s`, reported to the policy as the server's hooks do."""
+    prefill batch of `prefill_s`, reported to the policy as the server's hooks do; with
+    `plain_prefill_s`, one admitted while drafting is off runs plain and costs that."""
     def admit(correct):
         finished = sum(1 + c for c in correct) / OUTPUT_LEN  # expected new requests
         admitted = sum(rng.random() < finished / 8 for _ in range(8))  # ~Poisson(finished)
         if admitted:
-            ctl.policy.observe_prefill(bs, prefill_s * (1 + rng.uniform(-0.02, 0.02)), admitted)
+            plain = plain_prefill_s is not None and ctl.last.steps == 0
+            cost = plain_prefill_s if plain else prefill_s
+            ctl.policy.observe_prefill(bs, cost * (1 + rng.uniform(-0.02, 0.02)), admitted,
+                                       plain=plain)
 
     return simulate(ctl, bs, p, steps, rng, cost=lambda _, k: costs[k], after_step=admit)
 
@@ -835,7 +841,7 @@ def test_prefills_that_drafting_batches_better_turn_drafting_on_at_128_moe_reque
     assert sum(goodput_with_prefills(MOE_128, bs, p, k) for k in tail) / len(tail) >= 0.97 * best
     # the same server without the prefill term (as before session 17) stays plain
     ctl = make_ctl()
-    ctl.policy.prefill.per_step = lambda bucket, tokens, launch_s=0.0: 0.0
+    ctl.policy.prefill.per_step = lambda bucket, tokens, launch_s=0.0, plain=None: 0.0
     tail = simulate_closed_loop(ctl, MOE_128, bs, p, 3000, random.Random(41))[-1000:]
     assert tail.count(0) >= 0.95 * len(tail)
 
@@ -851,12 +857,43 @@ def test_where_plain_wins_with_its_prefills_the_prefill_term_keeps_it_plain():
     assert tail.count(0) >= 0.97 * len(tail), {k: tail.count(k) for k in set(tail)}
 
 
+# H100, session 46 (dense pair, dial 0.7, 64 requests, `call_s45.sh lv`): the goodput server's
+# decode steps (s, k = 0..3) and each prefill kind's cost a batch, from forced off's and forced
+# on's steady windows (1.33 ms a step over 0.27 plain batches, 5.37 over 0.54 spec ones)
+H100_S46_64 = (0.0079, 0.0166, 0.01905, 0.01956)
+PLAIN_PREFILL_S, SPEC_PREFILL_S = 0.005, 0.010
+
+
+def test_drafting_is_priced_at_its_own_dearer_prefills_and_plain_at_its_own():
+    """Forced on made 0.955x of forced off there, yet goodput drafted 70% of the level: its
+    prefill term priced both kinds alike, so plain's cheap prefills made drafting look cheap
+    and drafting's dear ones made plain look dear. Each kind at its own cost, plain holds."""
+    bs, p, costs = 64, 0.7, H100_S46_64
+    goodputs = [goodput_with_prefills(costs, bs, p, k, SPEC_PREFILL_S, PLAIN_PREFILL_S)
+                for k in range(4)]
+    # k = 0: 1 / (7.9 + 5 (1 - e^(-64/192))) ms = 107.3; k = 3: 2.533 / (19.56 + 10 (1 -
+    # e^(-64 * 2.533/192))) = 100.3 tokens a second a request (0.935x)
+    assert goodputs[0] == pytest.approx(107.3, abs=0.1) and goodputs[3] == pytest.approx(100.3, abs=0.1)
+    assert max(range(4), key=goodputs.__getitem__) == 0
+
+    def tail_of(ctl):
+        return simulate_closed_loop(ctl, costs, bs, p, 3000, random.Random(46), SPEC_PREFILL_S,
+                                    PLAIN_PREFILL_S)[-1000:]
+
+    tail = tail_of(make_ctl())
+    assert tail.count(0) >= 0.97 * len(tail), {k: tail.count(k) for k in set(tail)}
+    blind = make_ctl()  # both kinds at their mean, as before session 46: drafts
+    blind.policy.prefill.kind_cost = lambda bucket, plain: None
+    tail = tail_of(blind)
+    assert tail.count(0) <= 0.5 * len(tail), {k: tail.count(k) for k in set(tail)}
+
+
 def test_the_controller_reports_a_prefills_time_and_new_requests(monkeypatch):
     now = [0.0]
     monkeypatch.setattr(signals, "time", SimpleNamespace(monotonic=lambda: now[0]))
     ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
     seen = []
-    ctl.policy.observe_prefill = lambda bs, s, n: seen.append((bs, round(s, 6), n))
+    ctl.policy.observe_prefill = lambda bs, s, n, plain: seen.append((bs, round(s, 6), n, plain))
     ctl.on_snapshot(LoadSnapshot(running=4))
     for t, event in ((0.00, "decode"), (0.01, "decode"), (0.025, "prefill"), (0.035, "decode"),
                      (2.0, "prefill")):  # the last after an idle gap: not a prefill's time
@@ -865,7 +902,7 @@ def test_the_controller_reports_a_prefills_time_and_new_requests(monkeypatch):
             ctl.on_result(0, [0, 0, 0, 0])
         else:
             ctl.on_prefill_result(3)
-    assert seen == [(4, 0.015, 3)]
+    assert seen == [(4, 0.015, 3, False)]
 
 
 def test_refreshes_of_filled_cells_have_their_own_reason():

@@ -8,11 +8,12 @@ from adaptive_spec.policy.prefill_load import PrefillLoad
 
 
 def fed(load, bucket, steps, tokens, prefills):
-    """`steps` decode steps of `tokens` tokens per request and `prefills` (seconds, admitted)."""
+    """`steps` decode steps of `tokens` tokens per request and `prefills` (seconds, admitted[,
+    plain])."""
     for _ in range(steps):
         load.on_decode(bucket, tokens, 100)
-    for seconds, admitted in prefills:
-        load.on_prefill(bucket, seconds, admitted)
+    for seconds, admitted, *plain in prefills:
+        load.on_prefill(bucket, seconds, admitted, *plain)
 
 
 def test_nothing_is_added_before_a_bucket_has_enough_steps():
@@ -162,3 +163,60 @@ def test_ranks_merge_the_launch_extras_to_the_same_values():
         load.sync(lambda v: mean)
     assert ranks[0].launch == ranks[1].launch and ranks[0].batches == ranks[1].batches
     assert ranks[0].launch_extra(7, 3, [0.005, 0.01, 0.01, 0.01]) == pytest.approx(0.0025)
+
+
+def test_each_prefill_kind_is_priced_at_its_own_cost_a_batch():
+    """A spec prefill (the draft's own prefill beside the target's) cost ~2x a plain one on an
+    H100 at 64 requests (session 46): plain at k = 0 and spec while drafting each at their own
+    mean a batch, times the measured batches a step; the kind unsaid at the mean of both."""
+    load = PrefillLoad(13)
+    # 401 steps (the first sets the recent batch size: 400 steady); 40 plain batches of 5 ms
+    # and 40 spec ones of 10 ms, one new request each: 0.2 batches and 0.2 admitted a step,
+    # 1.5 ms of prefill a step
+    fed(load, 7, 401, 1.0, [(0.005, 1, True)] * 40 + [(0.010, 1, False)] * 40)
+    load.sync(lambda v: v)
+    assert load.kind_cost(7, True) == pytest.approx(0.005)
+    assert load.kind_cost(7, False) == pytest.approx(0.010)
+    assert load.per_step(7, 1.0, plain=True) == pytest.approx(0.005 * 0.2)
+    assert load.per_step(7, 1.0, plain=False) == pytest.approx(0.010 * 0.2)
+    assert load.per_step(7, 1.0) == pytest.approx(0.0015)  # as before: the mean of both
+    # at 2.5 tokens a step: (1 - e^-0.5) / (1 - e^-0.2) = 0.39347 / 0.18127 = 2.1706 x as many
+    assert load.per_step(7, 2.5, plain=False) == pytest.approx(0.002 * 2.1706, rel=1e-4)
+    assert load.snapshot_kinds() == {"128": [5.0, 40.0, 10.0, 40.0]}
+
+
+def test_a_kind_seen_in_fewer_than_kind_min_batches_reads_the_mean_of_all():
+    load = PrefillLoad(13)
+    fed(load, 7, 401, 1.0, [(0.005, 1, True)] * 40 + [(0.010, 1, False)] * 3)  # 400 steady
+    load.sync(lambda v: v)
+    assert load.kind_cost(7, False) is None  # 3 < KIND_MIN spec batches
+    mean = (40 * 0.005 + 3 * 0.010) / 400
+    assert load.per_step(7, 1.0, plain=False) == pytest.approx(mean)
+    assert load.per_step(7, 1.0, plain=True) == pytest.approx(0.005 * 43 / 400)
+    assert load.snapshot_kinds() == {"128": [5.0, 40.0, None, 3.0]}
+
+
+def test_a_kinds_cost_outlives_a_stretch_of_the_other_kind():
+    """While drafting runs only spec prefills happen: plain's cost, learned before, is kept
+    (decayed only by its own batches), so plain is not priced at the spec prefills' cost."""
+    load = PrefillLoad(13)
+    fed(load, 7, 200, 1.0, [(0.005, 1, True)] * 40)
+    load.sync(lambda v: v)
+    for _ in range(20):  # then 20 syncs of drafting, spec prefills only
+        fed(load, 7, 100, 2.5, [(0.010, 1, False)] * 20)
+        load.sync(lambda v: v)
+    assert load.kind_cost(7, True) == pytest.approx(0.005)
+    assert load.kind_cost(7, False) == pytest.approx(0.010)
+    assert load.per_step(7, 1.0, plain=True) < 0.6 * load.per_step(7, 1.0)
+
+
+def test_ranks_merge_the_kinds_to_the_same_values():
+    ranks = [PrefillLoad(13) for _ in range(2)]
+    for r, load in enumerate(ranks):
+        fed(load, 7, 100, 1.0, [(0.005 + 0.001 * r, 1, True)] * 8 + [(0.010, 1, False)] * 8)
+    local = [[v for row in load._local + load._local_launch for v in row] for load in ranks]
+    mean = [sum(col) / len(col) for col in zip(*local)]
+    for load in ranks:
+        load.sync(lambda v: mean)
+    assert ranks[0].kinds == ranks[1].kinds
+    assert ranks[0].kind_cost(7, True) == pytest.approx(0.0055)

@@ -54,6 +54,19 @@ def test_a_goodput_status_shows_the_choice_its_reason_and_the_table_it_came_from
     assert f"9-16: k={k} ({gain:g}x plain)" in page if k else "9-16: plain" in page
 
 
+def test_a_goodput_status_shows_each_prefill_kinds_cost_a_batch():
+    ctl = served_controller()
+    load = ctl.policy.prefill
+    for _ in range(50):
+        load.on_decode(4, 1.0, 16)
+    for seconds, plain in [(0.005, True)] * 6 + [(0.010, False)] * 2:
+        load.on_prefill(4, seconds, 1, plain)
+    load.sync(lambda v: v)
+    page = status_view.render([ctl.status()])
+    # 6 plain batches of 5 ms; 2 spec ones, under KIND_MIN: no cost read yet
+    assert "a prefill batch, ms, plain / with the draft's (batches): 9-16: 5 (6) / - (2)" in page
+
+
 def test_a_threshold_status_has_no_cost_model_and_still_renders():
     ctl = served_controller(policy="threshold", steps=50, bs=4)
     page = status_view.render([ctl.status()])
