@@ -64,9 +64,12 @@ batch). Priced alike, the term bills whichever kind ran to every k: while plain 
 prefills read cheap, and while drafting ran, plain's read dear, so both ways the model leaned to
 drafting. The goodput server there read k = 3 at 1.03-1.09x of plain for most of the level and
 drafted 70% of it, where forced on made 0.955x of forced off. So each bucket also keeps each
-kind's mean seconds a batch (`kind_cost`), and a step count is priced at its own kind's (plain at
-k = 0, spec while drafting) times the measured batches a step, once that kind has `KIND_MIN`
-batches there; until then at the mean of all (as before).
+kind's seconds and batches, and a step count is priced at its own kind's cost a batch (plain at
+k = 0, spec while drafting; `kind_cost`) times the measured batches a step. A kind seen in few
+batches leans to the mean of all (`KIND_PRIOR` pseudo-batches at it; none seen: the mean, as
+before): in the next run (session 46, `call_s46.sh kd`) 8 spec batches, taken in a few probes,
+read 17.8 ms against 11.6 from 133 in the run after, and unshrunk put k = 3 at 0.85x of plain
+where forced on made 0.95x.
 
 Tensor parallel: the prefill seconds are each rank's own wall time; like the step times they
 are merged only at the policy's syncs through its reducer (an all-reduce mean), so every rank
@@ -103,7 +106,7 @@ class PrefillLoad:
     MIN_STEPS = 32.0  # decode steps seen at a bucket before its prefill term is used
     LAUNCH_MEMORY = 64.0  # prefill launches of history a launch extra weighs at most
     LAUNCH_MIN = 4.0  # launches seen at (bucket, k) before its extra is read
-    KIND_MIN = 4.0  # prefill batches of a kind seen at a bucket before its own cost is read
+    KIND_PRIOR = 8.0  # pseudo-batches at the mean of all that a kind's own cost is shrunk by
 
     def __init__(self, buckets: int, max_steps: int = 3):
         self.buckets = buckets
@@ -213,18 +216,22 @@ class PrefillLoad:
             self.steps[b] = min(w, self.MEMORY_STEPS)
 
     def kind_cost(self, bucket: int, plain: bool) -> Optional[float]:
-        """Mean seconds a prefill batch of this kind (plain, else spec) at this bucket; None
-        before KIND_MIN batches of it."""
+        """Seconds a prefill batch of this kind (plain, else spec) costs at this bucket: its own
+        mean shrunk towards the mean of all by KIND_PRIOR pseudo-batches; None with neither."""
         seconds, count = self.kinds[bucket][0:2] if plain else self.kinds[bucket][2:4]
-        return seconds / count if count >= self.KIND_MIN else None
+        batches = self.batches[bucket]
+        if batches <= 0.0 or self.seconds[bucket] <= 0.0:
+            return seconds / count if count > 0 else None
+        mean_all = self.seconds[bucket] / batches
+        return (seconds + self.KIND_PRIOR * mean_all) / (count + self.KIND_PRIOR)
 
     def per_step(self, bucket: int, tokens_k: float, launch_s: float = 0.0,
                  plain: Optional[bool] = None) -> float:
         """Expected prefill seconds per decode step at this bucket when each request gains
         `tokens_k` tokens per step (E_k), each prefill batch adding `launch_s` to the decode
         step beside it (`launch_extra`), each batch costing what the `plain` (True) or spec
-        (False) kind costs here where measured, else the mean of all (also for None); 0.0
-        without enough evidence here."""
+        (False) kind costs here (`kind_cost`; None: the mean of all); 0.0 without enough
+        evidence here."""
         a, p = self.admitted[bucket], self.seconds[bucket]
         if self.steps[bucket] < self.MIN_STEPS or a <= 0.0 or p <= 0.0:
             return 0.0
@@ -290,16 +297,15 @@ class PrefillLoad:
         return out
 
     def snapshot_kinds(self) -> dict:
-        """{batch bucket: [plain ms a batch (None: under KIND_MIN), plain batches, spec ms a
-        batch, spec batches]} (decayed counts)."""
+        """{batch bucket: [plain ms a batch (its own mean, unshrunk; None: none seen), plain
+        batches, spec ms a batch, spec batches]} (decayed counts)."""
         out = {}
         for b in range(self.buckets):
-            if self.kinds[b][1] > 0 or self.kinds[b][3] > 0:
-                costs = [self.kind_cost(b, plain) for plain in (True, False)]
-                out[str(2 ** b)] = [None if costs[0] is None else round(1000 * costs[0], 3),
-                                    round(self.kinds[b][1], 1),
-                                    None if costs[1] is None else round(1000 * costs[1], 3),
-                                    round(self.kinds[b][3], 1)]
+            row = []
+            for seconds, count in (self.kinds[b][0:2], self.kinds[b][2:4]):
+                row += [round(1000 * seconds / count, 3) if count > 0 else None, round(count, 1)]
+            if row[1] > 0 or row[3] > 0:
+                out[str(2 ** b)] = row
         return out
 
     def snapshot(self) -> dict:

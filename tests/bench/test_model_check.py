@@ -78,8 +78,10 @@ def test_each_prefill_kind_is_priced_at_its_own_cost_where_the_status_reports_it
         (row,) = model_check.rows_of(f)
         return row["prefill0_ms"], row["prefillk_ms"]
 
-    # E_3 = 2.533: 1.2665 admitted a step drafting, (1 - e^-1.2665) / (1 - e^-0.5) = 1.8252 x
-    # the prefill batches a step; plain 5 ms x 0.4, spec 10 ms x 0.4 x 1.8252
-    assert checked(model) == (2.0, 7.3)
+    # 3 ms a step over 0.4 batches: 7.5 ms a batch over both; each kind shrunk to it by 8
+    # pseudo-batches: plain (40 x 5 + 8 x 7.5) / 48 = 5.417 ms, spec 9.583. E_3 = 2.533: 1.2665
+    # admitted a step drafting, (1 - e^-1.2665) / (1 - e^-0.5) = 1.8252 x the batches a step;
+    # plain 5.417 x 0.4 = 2.17 ms, spec 9.583 x 0.4 x 1.8252 = 7.0
+    assert checked(model) == (2.17, 7.0)
     del model["prefill_kind_ms"]
     assert checked(model) == (3.0, 5.48)  # the mean of both: 3 ms a step, x 1.8252 drafting

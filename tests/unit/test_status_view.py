@@ -63,8 +63,8 @@ def test_a_goodput_status_shows_each_prefill_kinds_cost_a_batch():
         load.on_prefill(4, seconds, 1, plain)
     load.sync(lambda v: v)
     page = status_view.render([ctl.status()])
-    # 6 plain batches of 5 ms; 2 spec ones, under KIND_MIN: no cost read yet
-    assert "a prefill batch, ms, plain / with the draft's (batches): 9-16: 5 (6) / - (2)" in page
+    # each kind's own mean: 6 plain batches of 5 ms, 2 spec ones of 10
+    assert "a prefill batch, ms, plain / with the draft's (batches): 9-16: 5 (6) / 10 (2)" in page
 
 
 def test_a_threshold_status_has_no_cost_model_and_still_renders():
