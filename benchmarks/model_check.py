@@ -54,9 +54,12 @@ def prefill_term(model: dict) -> PrefillLoad:
         load.steps[b] = load.MEMORY_STEPS
     for bucket, row in (model.get("prefill_launch_ms") or {}).items():
         load.batches[int(math.log2(int(bucket)))] = row.get("batches_per_step", 0.0)
-    for bucket, (plain_ms, plain_n, spec_ms, spec_n) in (model.get("prefill_kind_ms") or {}).items():
-        load.kinds[int(math.log2(int(bucket)))] = [(plain_ms or 0.0) / 1000.0 * plain_n, plain_n,
-                                                  (spec_ms or 0.0) / 1000.0 * spec_n, spec_n]
+    for bucket, row in (model.get("prefill_kind_ms") or {}).items():
+        kinds = []
+        for ms, count in (row[0:2], row[2:4]):  # a mean not reported (session 46's first runs,
+            count = count if ms is not None else 0.0  # under 4 batches) counts as none seen
+            kinds += [(ms or 0.0) / 1000.0 * count, count]
+        load.kinds[int(math.log2(int(bucket)))] = kinds
     return load
 
 

@@ -83,5 +83,9 @@ def test_each_prefill_kind_is_priced_at_its_own_cost_where_the_status_reports_it
     # admitted a step drafting, (1 - e^-1.2665) / (1 - e^-0.5) = 1.8252 x the batches a step;
     # plain 5.417 x 0.4 = 2.17 ms, spec 9.583 x 0.4 x 1.8252 = 7.0
     assert checked(model) == (2.17, 7.0)
+    # session 46's first runs left a kind's mean out under 4 batches: read as none seen, plain
+    # at the mean of all (3 ms a step); spec as above
+    model["prefill_kind_ms"] = {"64": [None, 3.0, 10.0, 40.0]}
+    assert checked(model) == (3.0, 7.0)
     del model["prefill_kind_ms"]
     assert checked(model) == (3.0, 5.48)  # the mean of both: 3 ms a step, x 1.8252 drafting
