@@ -179,7 +179,8 @@ def test_every_decode_result_is_timed_when_sglang_has_processed_it(monkeypatch):
     ctl = state.get_controller()
     steps_seen, prefills_seen = [], []
     ctl.policy.observe_step_time = lambda bs, k, s: steps_seen.append((k, round(s, 6)))
-    ctl.policy.observe_prefill = lambda bs, s, admitted, plain=False: prefills_seen.append(round(s, 6))
+    ctl.policy.observe_prefill = (
+        lambda bs, s, admitted, plain=False: prefills_seen.append(round(s, 6)))
     processor = types.SimpleNamespace(metrics_reporter=types.SimpleNamespace(update_spec_metrics=lambda *a: None))
     spec_batch = ScheduleBatch(reqs=[make_req("a", 4), make_req("b", 4)])
     spec_batch.spec_algorithm = SpeculativeAlgorithm.EAGLE3
