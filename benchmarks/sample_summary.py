@@ -45,7 +45,7 @@ request with the prefills counted, against plain's at the same bucket. Left out,
 leaves them: results after a switch, the one before a switch, and those of a ramp or drain. Then,
 per bucket, the rows with prefill ms by how their prefills ran (spec: with the draft's own
 prefill; plain: the plain server's), their count and mean prefill ms: the goodput policy's
-prefill term prices both alike.
+prefill term priced both alike until session 46 (each at its own cost since, prefill_load.py).
 
   python -m adaptive_spec.bench.sample_summary --coverage [--batch 60-64] server-*.log
 

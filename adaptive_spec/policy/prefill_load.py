@@ -217,12 +217,12 @@ class PrefillLoad:
 
     def kind_cost(self, bucket: int, plain: bool) -> Optional[float]:
         """Seconds a prefill batch of this kind (plain, else spec) costs at this bucket: its own
-        mean shrunk towards the mean of all by KIND_PRIOR pseudo-batches; None with neither."""
+        mean shrunk towards the mean of all by KIND_PRIOR pseudo-batches; None before any
+        prefill time here (per_step then adds none)."""
+        if self.batches[bucket] <= 0.0 or self.seconds[bucket] <= 0.0:
+            return None
         seconds, count = self.kinds[bucket][0:2] if plain else self.kinds[bucket][2:4]
-        batches = self.batches[bucket]
-        if batches <= 0.0 or self.seconds[bucket] <= 0.0:
-            return seconds / count if count > 0 else None
-        mean_all = self.seconds[bucket] / batches
+        mean_all = self.seconds[bucket] / self.batches[bucket]
         return (seconds + self.KIND_PRIOR * mean_all) / (count + self.KIND_PRIOR)
 
     def per_step(self, bucket: int, tokens_k: float, launch_s: float = 0.0,

@@ -34,12 +34,7 @@ sweep 0 lv-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
   --concurrency "${CONC:-64}" --repeat "${PASSES:-1}" --time-budget-s "${LEVEL_S:-15}" \
   --time-budget-from "${CONC:-64}:${LEVEL_S:-15}" --start-timeout-s 300 \
   --system-args "$GOODPUT" > /tmp/tail-lv.txt
-for s in goodput forced-on forced-off; do
-  grep -h "adaptive_spec samples" "/tmp/logs-lv-dense/server-adaptive-spec_$s.log" \
-    > "$OUT/samples-lv-$s.txt" 2> /dev/null
-done
-grep -h "adaptive_spec decision" /tmp/logs-lv-dense/server-adaptive-spec_goodput.log | tail -300 \
-  > "$OUT/decisions-lv.log" 2> /dev/null
+keep_ours_logs lv
 report lv- logs-lv.tar.xz /tmp/tail-lv.txt
 goodput_paired "$OUT"/sweep-lv-dense.json plain adaptive-spec:forced-on adaptive-spec:forced-off
 for s in forced-on forced-off; do

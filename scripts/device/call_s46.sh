@@ -28,12 +28,7 @@ sweep 0 kd-dense /tmp/soak-8b/target /tmp/soak-8b/draft-dial-0.7 \
   --concurrency "$CONC" --repeat "${PASSES:-1}" --time-budget-s "${LEVEL_S:-15}" \
   --time-budget-from "${CONC%%,*}:${LEVEL_S:-15}" --start-timeout-s 300 \
   --system-args "$GOODPUT" > /tmp/tail-kd.txt
-for s in goodput forced-on forced-off; do
-  grep -h "adaptive_spec samples" "/tmp/logs-kd-dense/server-adaptive-spec_$s.log" \
-    > "$OUT/samples-kd-$s.txt" 2> /dev/null
-done
-grep -h "adaptive_spec decision" /tmp/logs-kd-dense/server-adaptive-spec_goodput.log | tail -300 \
-  > "$OUT/decisions-kd.log" 2> /dev/null
+keep_ours_logs kd
 report kd- logs-kd.tar.xz /tmp/tail-kd.txt
 ( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --realized "$OUT"/samples-kd-*.txt
   python3 -m adaptive_spec.bench.sample_summary --arrivals "$OUT/samples-kd-goodput.txt" ) 2>&1 \

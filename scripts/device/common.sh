@@ -348,6 +348,18 @@ for path in sys.argv[1:]:
 PY
 }
 
+# Our servers' step-time samples (goodput, forced on, forced off; an empty file for one not run)
+# and goodput's last 300 decision lines from sweep $1's logs (/tmp/logs-$1-dense), into $OUT
+keep_ours_logs() {
+  local s
+  for s in goodput forced-on forced-off; do
+    grep -h "adaptive_spec samples" "/tmp/logs-$1-dense/server-adaptive-spec_$s.log" \
+      > "$OUT/samples-$1-$s.txt" 2> /dev/null
+  done
+  grep -h "adaptive_spec decision" "/tmp/logs-$1-dense/server-adaptive-spec_goodput.log" \
+    | tail -300 > "$OUT/decisions-$1.log" 2> /dev/null
+}
+
 # Goodput's paired ratios in sweep JSON $1 against each of the rest (`--of` values: envelope,
 # a system, or several joined by commas)
 goodput_paired() {
