@@ -63,16 +63,25 @@ def prefill_term(model: dict) -> PrefillLoad:
     return load
 
 
-def cells_at(path: Path, bucket: int) -> List[List[str]]:
+KIND_VIEWS = ("shrunk", "raw", "one-mean")
+
+
+def cells_at(path: Path, bucket: int, kinds: str = "shrunk") -> List[List[str]]:
     """The goodput server's final cost model at one batch bucket (a power of two): per measured
     k, E_k, the decode step, the prefill time per step without and with a prefill's launch
     (`prefill_launch_ms`, session 37's term), and the goodput (tokens per second per request)
     each way. Session 38: at 64 requests with up to 7 steps the launch term flipped the choice
-    from plain to k = 5 where plain made 1.16-1.22x of static drafting."""
+    from plain to k = 5 where plain made 1.16-1.22x of static drafting. `kinds`: each prefill
+    kind priced as the policy does (shrunk), at its own mean alone (raw: session 46's runs), or
+    every prefill at the mean of all (one-mean: before session 46)."""
     status = json.loads(path.read_text())["systems"]["adaptive-spec:goodput"]["final_status"][0]
     model, per_position = status["cost_model"], status["acceptance"]["per_position"]
     cells = {int(k): ms / 1000.0 for k, ms in model["step_ms"][str(bucket)].items()}
     load = prefill_term(model)
+    if kinds == "one-mean":
+        load.kinds = [[0.0] * 4 for _ in load.kinds]  # no kind seen: the mean of all
+    elif kinds == "raw":
+        load.KIND_PRIOR = 1e-9  # the kind's own mean where it has batches, else the mean of all
     launched = PrefillLoad(MAX_BUCKET_EXP + 1, max(cells))
     load.width, load.launch, load.launches = launched.width, launched.launch, launched.launches
     b = bucket_of(bucket)
@@ -135,12 +144,16 @@ def main(argv=None) -> int:
     ap.add_argument("--csv", type=Path, default=None, help="also write the rows as CSV")
     ap.add_argument("--cells", type=int, default=None, metavar="BUCKET",
                     help="instead: each k's terms and goodput at this batch bucket (64: 33-64)")
+    ap.add_argument("--kinds", choices=KIND_VIEWS, default="shrunk",
+                    help="with --cells: prefill kinds priced as the policy does (shrunk), at "
+                         "their own means alone (raw), or all at one mean (one-mean)")
     a = ap.parse_args(argv)
     if a.cells is not None:
         try:
             for f in a.files:
-                print(f"{f.name}: the final cost model at bucket {a.cells}")
-                print(_aligned(cells_at(f, a.cells)))
+                print(f"{f.name}: the final cost model at bucket {a.cells} (prefill kinds: "
+                      f"{a.kinds})")
+                print(_aligned(cells_at(f, a.cells, a.kinds)))
         except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
             print(f"error: cannot read bucket {a.cells} of the final table: {e!r}", file=sys.stderr)
             return 2

@@ -89,3 +89,27 @@ def test_each_prefill_kind_is_priced_at_its_own_cost_where_the_status_reports_it
     assert checked(model) == (3.0, 7.0)
     del model["prefill_kind_ms"]
     assert checked(model) == (3.0, 5.48)  # the mean of both: 3 ms a step, x 1.8252 drafting
+
+
+def test_cells_price_the_prefill_kinds_three_ways():
+    """Session 46's table (README): the kd run's final model at 33-64 with the kinds shrunk (the
+    policy), raw (as it ran) and at one mean (before)."""
+    path = RESULTS / "2026-12-06-s46-dense-32-64-kd.json"
+    cost = json.loads(path.read_text())["systems"]["adaptive-spec:goodput"]["final_status"][0][
+        "cost_model"]
+    plain_ms, plain_n, spec_ms, spec_n = cost["prefill_kind_ms"]["64"]
+    mean_all = cost["prefill_ms_admitted_tokens_per_step"]["64"][0] / cost["prefill_launch_ms"][
+        "64"]["batches_per_step"]  # 1.788 ms a step over 0.2021 batches: 8.85 ms a batch
+    prefill = {view: {int(r[0]): float(r[3]) for r in model_check.cells_at(path, 64, view)[1:]}
+               for view in model_check.KIND_VIEWS}
+    one_mean, raw, shrunk = prefill["one-mean"], prefill["raw"], prefill["shrunk"]
+    # each way scales one mean a batch by the batches a step at k alike: the views differ by
+    # the cost a batch alone. Spec (8.1 batches of 17.8 ms): raw 17.8 / 8.85 of one mean,
+    # shrunk (8.1 x 17.8 + 8 x 8.85) / 16.1 = 13.4 ms: 1.51x
+    assert raw[3] == pytest.approx(one_mean[3] * spec_ms / mean_all, abs=0.02)
+    spec_shrunk = (spec_n * spec_ms + 8 * mean_all) / (spec_n + 8)
+    assert shrunk[3] == pytest.approx(one_mean[3] * spec_shrunk / mean_all, abs=0.02)
+    assert one_mean[3] < shrunk[3] < raw[3]
+    # plain (77.5 batches of 8.85 ms, nearly all there were): the same every way
+    assert raw[0] == pytest.approx(one_mean[0] * plain_ms / mean_all, abs=0.02)
+    assert plain_n > spec_n
