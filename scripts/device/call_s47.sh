@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Session 47 (one GPU; four 8B servers need an H200: an H100 ran out of memory at four).
+#   fs (~9 min) issue 5's same-run sweep on the current code: plain, eagle3, SGLang's built-in
+#      adaptive and goodput at 1 / 4 / 16 / 32 / 64 / 128 / 256 requests (CONC), one pass
+#      (PASSES), the sweep's 5-s levels (7 / 8 s at 128 / 256), DIAL (0.7, 0.5, 0.9 or random:
+#      the always-wrong draft). The first GPU run of session 46's prefill kinds (each kind priced
+#      at its own cost, shrunk toward the mean); goodput's step-time samples and decisions kept.
+#      The last such sweeps on SGLang's defaults were sessions 34-36's (two or three systems at a
+#      time); dials other than 0.7 were last swept with prefill graphs off (sessions 20-22).
+#   kd | lv | il | sv | ds | r64 | rc | rs | ...: sessions 37-46's calls.
+# Usage (repo root, .bundle and .device carried): [DIAL=0.9] bash scripts/device/call_s47.sh fs
+case "${1:-}" in
+fs) ;;
+*) exec bash scripts/device/call_s46.sh "$@" ;;
+esac
+PREFILL_GRAPH=${PREFILL_GRAPH:-breakable}  # SGLang's default, which common.sh turns off otherwise
+source scripts/device/common.sh
+say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"  # RUN_FLAGS add its decision log
+DIAL=${DIAL:-0.7}
+case "$DIAL" in
+random) DRAFT=random; TAG=fs-wrong ;;
+*) DRAFT=dial:$DIAL; TAG=fs-$DIAL ;;
+esac
+dense_pinned_setup "$TAG"
+build_pair /tmp/soak-8b "$DRAFT" --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+export ADAPTIVE_SPEC_SAMPLE_LOG=1
+sweep 0 "$TAG-dense" /tmp/soak-8b/target "/tmp/soak-8b/draft-${DRAFT/:/-}" "$FOUR" \
+  --concurrency "${CONC:-1,4,16,32,64,128,256}" --repeat "${PASSES:-1}" --start-timeout-s 300 \
+  --system-args "$GOODPUT" > "/tmp/tail-$TAG.txt"
+keep_ours_logs "$TAG"
+rm -f "$OUT/samples-$TAG-forced-on.txt" "$OUT/samples-$TAG-forced-off.txt"  # not in this run
+report "$TAG-" "logs-$TAG.tar.xz" "/tmp/tail-$TAG.txt"
+goodput_paired "$OUT/sweep-$TAG-dense.json" envelope plain eagle3 builtin-adaptive
+( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --realized "$OUT/samples-$TAG-goodput.txt"
+  python3 -m adaptive_spec.bench.sample_summary --arrivals "$OUT/samples-$TAG-goodput.txt" ) 2>&1 \
+  | tail -40
+grep -o "model=[^ ]*\( held=[^ ]*\)\?" "$OUT/decisions-$TAG.log" | sort | uniq -c | sort -rn \
+  | head -12
+goodput_cost_model "$OUT/sweep-$TAG-dense.json"
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$TAG"
