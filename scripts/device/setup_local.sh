@@ -7,6 +7,8 @@
 # The edits (sessions 31 and 44): pack at `xz -T2 -9e` (the recipe's `-6` makes 57.0 MB) and drop
 # jedi's typeshed stubs before packing (read only by IPython's completion; 52.9 MB in all): with
 # the ~12.6 MB of tracked files the recipe's bundle passes the limit on what a call may carry.
+# Session 47 drops SGLang's diffusion runtime too (sglang/multimodal_gen, 1.3 MB packed): only
+# its `sglang generate` CLI and diffusion kernels import it, never the server under sglang/srt.
 # ADAPTIVE_SPEC_SHARED_DEVICE: another recipe folder; ADAPTIVE_SPEC_NO_BUILD=1: the copy and the
 # edits only.
 set -euo pipefail
@@ -36,8 +38,9 @@ MB="$REPO/.device/make_bundle.sh"
 grep -q 'xz -T0 -6 >' "$MB" && grep -q '^rm -f "$OUTDIR/sglang-site.tar.xz"' "$MB" \
   || fail "$SHARED/make_bundle.sh changed: its xz line or its 'rm -f' before packing is not the one this script edits"
 sed -i -e 's/xz -T0 -6 >/xz -T2 -9e >/' \
-  -e 's|^rm -f "$OUTDIR/sglang-site.tar.xz"|rm -rf "$STAGE/site/jedi/third_party"  # session 44\n&|' "$MB"
-echo "recipe copied to .device/ and edited (xz -T2 -9e, no jedi stubs)"
+  -e 's|^rm -f "$OUTDIR/sglang-site.tar.xz"|rm -rf "$STAGE/site/jedi/third_party"  # session 44\n'\
+'rm -rf "$STAGE/site/sglang/multimodal_gen"  # session 47\n&|' "$MB"
+echo "recipe copied to .device/ and edited (xz -T2 -9e, no jedi stubs, no diffusion runtime)"
 [ "${ADAPTIVE_SPEC_NO_BUILD:-0}" = 1 ] && exit 0
 (cd "$REPO" && REPO="$REPO" bash "$MB")
 check_size

@@ -1,4 +1,4 @@
-"""scripts/device/setup_local.sh: the team's device recipe copied into .device/ with this repo's two
+"""scripts/device/setup_local.sh: the team's device recipe copied into .device/ with this repo's
 edits, the bundle built, and the 64-MiB check of what a device call carries (session 44: the
 recipe's bundle with the grown tree passed it, and a call was refused). Run against a fake recipe
 whose make_bundle.sh writes a bundle of a given size (sparse: no disk used)."""
@@ -49,6 +49,8 @@ def test_the_recipe_is_copied_edited_built_and_its_travel_checked(tmp_path):
     edited = (repo / ".device" / "make_bundle.sh").read_text()
     assert "xz -T2 -9e >" in edited and "xz -T0 -6" not in edited
     assert edited.index('rm -rf "$STAGE/site/jedi/third_party"') < edited.index('rm -f "$OUTDIR')
+    # session 47: SGLang's diffusion runtime (never imported by the server) dropped before packing
+    assert edited.index('rm -rf "$STAGE/site/sglang/multimodal_gen"') < edited.index('rm -f "$OUTDIR')
     assert (repo / ".bundle" / "sglang-site.tar.xz").stat().st_size == 50 * 2 ** 20  # built there
     assert "B of 67108864" in r.stdout.splitlines()[-1]
     assert run(repo, shared, 0, "--check").returncode == 0
