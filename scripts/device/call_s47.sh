@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 47 (one GPU; on an H100, whose memory held three 8B servers, not four, builtin is left out).
+# Session 47 (one GPU; on an H100, whose memory held three 8B servers, not four, no builtin).
 #   fs (~9 min) issue 5's same-run sweep on the current code: plain, eagle3, SGLang's built-in
 #      adaptive and goodput at 1 / 4 / 16 / 32 / 64 / 128 / 256 requests (CONC), one pass
 #      (PASSES), the sweep's 5-s levels (7 / 8 s at 128 / 256), DIAL (0.7, 0.5, 0.9 or random:
@@ -7,10 +7,12 @@
 #      at its own cost, shrunk toward the mean); goodput's step-time samples and decisions kept.
 #      The last such sweeps on SGLang's defaults were sessions 34-36's (two or three systems at a
 #      time); dials other than 0.7 were last swept with prefill graphs off (sessions 20-22).
+#   ms (~9 min) issue 10's sweep, the same on the 16-layer Qwen3-MoE layout (last swept at 1-256
+#      in sessions 4 and 16, prefill graphs off; 4 / 16 alone on SGLang's defaults, session 35).
 #   kd | lv | il | sv | ds | r64 | rc | rs | ...: sessions 37-46's calls.
-# Usage (repo root, .bundle and .device carried): [DIAL=0.9] bash scripts/device/call_s47.sh fs
+# Usage (repo root, .bundle and .device carried): [DIAL=0.9] bash scripts/device/call_s47.sh fs|ms
 case "${1:-}" in
-fs) ;;
+fs|ms) ;;
 *) exec bash scripts/device/call_s46.sh "$@" ;;
 esac
 PREFILL_GRAPH=${PREFILL_GRAPH:-breakable}  # SGLang's default, which common.sh turns off otherwise
@@ -19,30 +21,44 @@ say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"  # RUN_FLAGS add its decision log
 DIAL=${DIAL:-0.7}
 case "$DIAL" in
-random) DRAFT=random; TAG=fs-wrong ;;
-*) DRAFT=dial:$DIAL; TAG=fs-$DIAL ;;
+random) DRAFT=random; TAG=$1-wrong ;;
+*) DRAFT=dial:$DIAL; TAG=$1-$DIAL ;;
 esac
-dense_pinned_setup "$TAG"
-build_pair /tmp/soak-8b "$DRAFT" --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+if [ "$1" = fs ]; then
+  KIND=dense PAIR=/tmp/soak-8b
+  dense_pinned_setup "$TAG"
+  build_pair "$PAIR" "$DRAFT" --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
+else  # dense_pinned_setup's settings with the MoE pair (and its slower start: Triton's MoE JIT)
+  KIND=moe PAIR=/tmp/moe-16
+  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
+    ADAPTIVE_SPEC_PHASE_WINDOW_S=1
+  PIN=$(core_probe "$TAG-before"); say "pinning schedulers to vCPUs $PIN"
+  build_pair "$PAIR" "$DRAFT" --preset qwen3-moe --layers 16 \
+    || { tail -30 "$OUT/build.log"; exit 3; }
+  say "model built"
+  RUN_FLAGS+=(--start-timeout-s 360 --server-arg "--stream-interval 4" --pin-scheduler-cpus "$PIN")
+fi
 export ADAPTIVE_SPEC_SAMPLE_LOG=1
 SYSTEMS=${SYSTEMS:-$FOUR}
 GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
 if [ "${GPU_MIB:-0}" -lt 100000 ] && [ "$SYSTEMS" = "$FOUR" ]; then  # an H100: three servers fit
   SYSTEMS=plain,eagle3,adaptive-spec:goodput; say "${GPU_MIB} MiB of GPU memory: $SYSTEMS"
 fi
-sweep 0 "$TAG-dense" /tmp/soak-8b/target "/tmp/soak-8b/draft-${DRAFT/:/-}" "$SYSTEMS" \
-  --concurrency "${CONC:-1,4,16,32,64,128,256}" --repeat "${PASSES:-1}" --start-timeout-s 300 \
+sweep 0 "$TAG-$KIND" "$PAIR/target" "$PAIR/draft-${DRAFT/:/-}" "$SYSTEMS" \
+  --concurrency "${CONC:-1,4,16,32,64,128,256}" --repeat "${PASSES:-1}" --start-timeout-s 360 \
   --system-args "$GOODPUT" > "/tmp/tail-$TAG.txt"
-keep_ours_logs "$TAG"
+keep_ours_logs "$TAG" "$KIND"
 rm -f "$OUT/samples-$TAG-forced-on.txt" "$OUT/samples-$TAG-forced-off.txt"  # not in this run
 report "$TAG-" "logs-$TAG.tar.xz" "/tmp/tail-$TAG.txt"
-goodput_paired "$OUT/sweep-$TAG-dense.json" envelope plain eagle3
-[[ "$SYSTEMS" == *builtin-adaptive* ]] && goodput_paired "$OUT/sweep-$TAG-dense.json" builtin-adaptive
-( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --realized "$OUT/samples-$TAG-goodput.txt"
-  python3 -m adaptive_spec.bench.sample_summary --arrivals "$OUT/samples-$TAG-goodput.txt" ) 2>&1 \
+SWEPT=$OUT/sweep-$TAG-$KIND.json
+goodput_paired "$SWEPT" envelope plain eagle3
+[[ "$SYSTEMS" == *builtin-adaptive* ]] && goodput_paired "$SWEPT" builtin-adaptive
+GOODPUT_SAMPLES=$OUT/samples-$TAG-goodput.txt
+( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --realized "$GOODPUT_SAMPLES"
+  python3 -m adaptive_spec.bench.sample_summary --arrivals "$GOODPUT_SAMPLES" ) 2>&1 \
   | tail -40
 grep -o "model=[^ ]*\( held=[^ ]*\)\?" "$OUT/decisions-$TAG.log" | sort | uniq -c | sort -rn \
   | head -12
-goodput_cost_model "$OUT/sweep-$TAG-dense.json"
+goodput_cost_model "$SWEPT"
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$TAG"

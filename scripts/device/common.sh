@@ -349,14 +349,15 @@ PY
 }
 
 # Our servers' step-time samples (goodput, forced on, forced off; an empty file for one not run)
-# and goodput's last 300 decision lines from sweep $1's logs (/tmp/logs-$1-dense), into $OUT
+# and goodput's last 300 decision lines from sweep $1's logs (/tmp/logs-$1-$2, $2 by default
+# dense), into $OUT
 keep_ours_logs() {
-  local s
+  local s logs=/tmp/logs-$1-${2:-dense}
   for s in goodput forced-on forced-off; do
-    grep -h "adaptive_spec samples" "/tmp/logs-$1-dense/server-adaptive-spec_$s.log" \
+    grep -h "adaptive_spec samples" "$logs/server-adaptive-spec_$s.log" \
       > "$OUT/samples-$1-$s.txt" 2> /dev/null
   done
-  grep -h "adaptive_spec decision" "/tmp/logs-$1-dense/server-adaptive-spec_goodput.log" \
+  grep -h "adaptive_spec decision" "$logs/server-adaptive-spec_goodput.log" \
     | tail -300 > "$OUT/decisions-$1.log" 2> /dev/null
 }
 

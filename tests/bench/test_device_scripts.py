@@ -96,6 +96,7 @@ def test_the_runs_written_for_the_next_gpu_session_use_only_flags_that_exist():
     known |= {f"--{view[0]}" for view in sample_summary.VIEWS}  # added in a loop
     known |= {"--stream-interval", "--max-running-requests"}  # SGLang's, through --server-arg
     known |= {"--query-gpu", "--format"}  # nvidia-smi's
+    known |= {"--layers"}  # the model builder's shape overrides, added in a loop
     for name in ("call_s37.sh", "call_s38.sh", "call_s39.sh", "call_s40.sh", "call_s41.sh",
                  "call_s42.sh", "call_s43.sh", "call_s44.sh", "call_s45.sh", "call_s46.sh",
                  "call_s47.sh"):
