@@ -231,6 +231,21 @@ def test_pairs_of_one_system_pool_over_runs_that_named_it_differently():
     assert p["ratios"] == [0.5, 1.1]  # over eagle3 where the run has it, else over plain
 
 
+def test_runs_of_one_pass_pool_one_pair_a_level():
+    """Session 47's sweeps ran one pass each and wrote no `repeat`: `paired` over two of them
+    found no pairs."""
+    def one_pass(ours, plain=1000.0, eagle3=900.0):
+        return [{"system": "plain", "concurrency": 64, "output_tok_s": plain},
+                {"system": "eagle3", "concurrency": 64, "output_tok_s": eagle3},
+                {"system": "goodput", "concurrency": 64, "output_tok_s": ours}]
+
+    (p,) = st.pooled_pairs([one_pass(950.0), one_pass(1900.0, eagle3=2000.0)], ["goodput"],
+                           ("plain", "eagle3"))
+    assert p["pairs"] == 2 and p["ratios"] == [0.95, 0.95]  # 950 / 1000, 1900 / 2000
+    twice = one_pass(950.0) + one_pass(990.0)  # a level twice without repeats: not paired
+    assert st.pooled_pairs([twice], ["goodput"]) == []
+
+
 def test_lossless_check():
     outs = {
         "plain": {("c1", 0): [5, 5, 5, 5], ("c1", 1): [7, 7, 7]},
