@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Session 47 (one GPU; on an H100, whose memory held three 8B servers, not four, no builtin).
-#   fs (~9 min) issue 5's same-run sweep on the current code: plain, eagle3, SGLang's built-in
-#      adaptive and goodput at 1 / 4 / 16 / 32 / 64 / 128 / 256 requests (CONC), one pass
-#      (PASSES), the sweep's 5-s levels (7 / 8 s at 128 / 256), DIAL (0.7, 0.5, 0.9 or random:
-#      the always-wrong draft). The first GPU run of session 46's prefill kinds (each kind priced
-#      at its own cost, shrunk toward the mean); goodput's step-time samples and decisions kept.
-#      The last such sweeps on SGLang's defaults were sessions 34-36's (two or three systems at a
-#      time); dials other than 0.7 were last swept with prefill graphs off (sessions 20-22).
+# Session 47 (one GPU). On an H100 (80 GB) no builtin and 1-128 requests: three 8B servers
+# sized for 256 ran out of its memory at start (2026-12-06-s47-run-fs-oom.log), for 128 they ran.
+#   fs (~5 min on an H100, ~9 on an H200) issue 5's same-run sweep on the current code: plain,
+#      eagle3, SGLang's built-in adaptive and goodput at 1 / 4 / 16 / 32 / 64 / 128 / 256
+#      requests (CONC), one pass (PASSES), the sweep's 5-s levels (7 / 8 s at 128 / 256), DIAL
+#      (0.7, 0.5, 0.9 or random: the always-wrong draft); goodput's step-time samples and
+#      decisions kept. Ran in session 47 on an H100 (1-128, no builtin): dial 0.7 twice, random
+#      once (README, Session 47); not run yet: an H200's four systems with 256, dials 0.5 / 0.9.
 #   ms (~9 min) issue 10's sweep, the same on the 16-layer Qwen3-MoE layout (last swept at 1-256
 #      in sessions 4 and 16, prefill graphs off; 4 / 16 alone on SGLang's defaults, session 35).
 #   kd | lv | il | sv | ds | r64 | rc | rs | ...: sessions 37-46's calls.
@@ -41,8 +41,9 @@ fi
 export ADAPTIVE_SPEC_SAMPLE_LOG=1
 SYSTEMS=${SYSTEMS:-$FOUR}
 GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
-if [ "${GPU_MIB:-0}" -lt 100000 ] && [ "$SYSTEMS" = "$FOUR" ]; then  # an H100: three servers fit
-  SYSTEMS=plain,eagle3,adaptive-spec:goodput; say "${GPU_MIB} MiB of GPU memory: $SYSTEMS"
+if [ "${GPU_MIB:-0}" -lt 100000 ]; then  # an H100: three 8B servers fit, sized for 128 (session 47)
+  [ "$SYSTEMS" = "$FOUR" ] && SYSTEMS=plain,eagle3,adaptive-spec:goodput
+  CONC=${CONC:-1,4,16,32,64,128}; say "${GPU_MIB} MiB of GPU memory: $SYSTEMS at $CONC"
 fi
 sweep 0 "$TAG-$KIND" "$PAIR/target" "$PAIR/draft-${DRAFT/:/-}" "$SYSTEMS" \
   --concurrency "${CONC:-1,4,16,32,64,128,256}" --repeat "${PASSES:-1}" --start-timeout-s 360 \
