@@ -129,6 +129,9 @@ def _cost_model(cm: dict, chosen: Optional[int]) -> List[str]:
         out.append("a prefill batch, ms, plain / with the draft's (batches): " + "  ".join(
             f"{_bucket_label(b)}: {_ms(v[0])} ({v[1]:g}) / {_ms(v[2])} ({v[3]:g})"
             for b, v in _by_bucket(kinds)))
+        ratio = cm.get("prefill_kind_ratio")
+        if ratio is not None:
+            out.append(f"plain over with the draft's, pooled (an unseen kind's price): {ratio:g}")
     launch = cm.get("prefill_launch_ms") or {}
     if any(len(row) > 1 for row in launch.values()):
         out.append("a prefill's launch in the decode step beside it, extra ms (launches):")

@@ -60,6 +60,7 @@ def prefill_term(model: dict) -> PrefillLoad:
             count = count if ms is not None else 0.0  # under 4 batches) counts as none seen
             kinds += [(ms or 0.0) / 1000.0 * count, count]
         load.kinds[int(math.log2(int(bucket)))] = kinds
+    load.pool_kinds()  # the plain / spec ratio an unseen kind is priced at (session 47)
     return load
 
 
@@ -80,6 +81,7 @@ def cells_at(path: Path, bucket: int, kinds: str = "shrunk") -> List[List[str]]:
     load = prefill_term(model)
     if kinds == "one-mean":
         load.kinds = [[0.0] * 4 for _ in load.kinds]  # no kind seen: the mean of all
+        load.pool_kinds()
     elif kinds == "raw":
         load.KIND_PRIOR = 1e-9  # the kind's own mean where it has batches, else the mean of all
     launched = PrefillLoad(MAX_BUCKET_EXP + 1, max(cells))

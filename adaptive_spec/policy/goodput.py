@@ -264,7 +264,8 @@ class GoodputPolicy:
         `batch_size`; `plain`: it ran without the draft's prefill (prefill_load.py, "A
         prefill's kind")."""
         if seconds > 0:
-            self.prefill.on_prefill(bucket_of(batch_size), seconds, max(0, admitted), plain)
+            self.prefill.on_prefill(bucket_of(batch_size), seconds, max(0, admitted), plain,
+                                    batch_size=batch_size)
 
     def observe_prefill_launch(self, batch_size: int, k: int, seconds: float) -> None:
         """A decode result at step count k processed right after a prefill batch's launch took
@@ -838,6 +839,8 @@ class GoodputPolicy:
                 "prefill_launch_ms": self.prefill.snapshot_launch(),
                 # each prefill kind's cost a batch, plain and spec (prefill_load.py)
                 "prefill_kind_ms": self.prefill.snapshot_kinds(),
+                # plain over spec a batch, pooled over the buckets: what an unseen kind is priced at
+                "prefill_kind_ratio": round(self.prefill.kind_ratio, 4),
                 "switch_on_ms": self.switch.snapshot(),
                 # how long the model keeps preferring drafting, or plain (preferred_runs.py)
                 "preferred_runs_ms": self.runs.snapshot(),

@@ -71,6 +71,21 @@ before): in the next run (session 46, `call_s46.sh kd`) 8 spec batches, taken in
 read 17.8 ms against 11.6 from 133 in the run after, and unshrunk put k = 3 at 0.85x of plain
 where forced on made 0.95x.
 
+Where a kind has not run at a bucket, the mean of all there is the other kind's, and pricing the
+unseen kind at it leans to drafting again: in session 47's sweep (H100, 64 requests) goodput
+drafted the whole level, no plain prefill ran there, and plain was priced at the spec prefills'
+mean, where at 128 plain ones cost 0.77x of spec ones. So the mean of all a kind leans to is
+first split between the kinds at `kind_ratio`, the plain / spec cost a batch pooled over the
+buckets where both ran (a geometric mean weighted by the fewer kind's batches, shrunk toward 1 by
+`RATIO_PRIOR` batches; 1 while no bucket has run both, the mean of all as before).
+
+Waves. A prefill admitting many new requests at once (more than `WAVE_MIN` and than
+`WAVE_SHARE` of the batch beside it) is a wave of arrivals, not steady turnover, and is left out
+as a ramp is, whatever the batch size reads. Session 47 (H100, 64 requests): the sweep's warm-up
+wave came in prefills of 9-12 new requests (~30 ms each) while the batch read steady at 64,
+where steady turnover ran prefills of 1-4 (~5 ms); counted, they were the only plain prefills at
+64 and priced plain's above drafting's (10.4 against 8.3 ms a batch) for the rest of the run.
+
 Tensor parallel: the prefill seconds are each rank's own wall time; like the step times they
 are merged only at the policy's syncs through its reducer (an all-reduce mean), so every rank
 reads the same values. Admissions and accept lengths are rank-identical already.
@@ -107,6 +122,9 @@ class PrefillLoad:
     LAUNCH_MEMORY = 64.0  # prefill launches of history a launch extra weighs at most
     LAUNCH_MIN = 4.0  # launches seen at (bucket, k) before its extra is read
     KIND_PRIOR = 8.0  # pseudo-batches at the mean of all that a kind's own cost is shrunk by
+    RATIO_PRIOR = 8.0  # batches at a plain / spec ratio of 1 the pooled ratio is shrunk by
+    WAVE_MIN = 4  # a prefill admitting more new requests than this and than WAVE_SHARE of the
+    WAVE_SHARE = 0.125  # batch beside it is a wave of arrivals, not steady turnover
 
     def __init__(self, buckets: int, max_steps: int = 3):
         self.buckets = buckets
@@ -122,6 +140,7 @@ class PrefillLoad:
         self.launches = [0.0] * (buckets * self.width)
         # merged, per bucket: (seconds, batches) of plain prefills, then of spec ones (decayed)
         self.kinds = [[0.0] * 4 for _ in range(buckets)]
+        self.kind_ratio = 1.0  # plain over spec a batch, pooled over the buckets (`pool_kinds`)
         # seconds, admitted, tokens, steps; then the batch fit's batches, sum n^2, sum n * seconds;
         # then the plain prefills' seconds and batches
         self._local = [[0.0] * buckets for _ in range(9)]
@@ -136,10 +155,19 @@ class PrefillLoad:
         """Whether the last decode step was steady load (within STEADY_BAND of the recent batch)."""
         return self._steady
 
-    def on_prefill(self, bucket: int, seconds: float, admitted: int, plain: bool = False) -> None:
+    @classmethod
+    def is_wave(cls, admitted: int, batch_size: int) -> bool:
+        """Whether a prefill admitting `admitted` new requests beside a batch of `batch_size` is
+        a wave of arrivals (the module doc's "Waves")."""
+        return admitted > max(cls.WAVE_MIN, cls.WAVE_SHARE * batch_size)
+
+    def on_prefill(self, bucket: int, seconds: float, admitted: int, plain: bool = False,
+                   batch_size: Optional[int] = None) -> None:
         """A prefill batch of `admitted` new requests took `seconds` while `bucket`'s batch
-        decoded; `plain`: it ran without the draft's prefill (the module doc's "A prefill's
-        kind")."""
+        (of `batch_size`, where known) decoded; `plain`: it ran without the draft's prefill
+        (the module doc's "A prefill's kind"). A wave is left out, as a ramp is."""
+        if batch_size is not None and self.is_wave(admitted, batch_size):
+            return
         if self._steady:
             self._local[0][bucket] += seconds
             self._local[1][bucket] += admitted
@@ -214,16 +242,40 @@ class PrefillLoad:
             self.tokens[b] = (w_old * self.tokens[b] + tok[b]) / w
             self.batches[b] = (w_old * self.batches[b] + batches[b]) / w
             self.steps[b] = min(w, self.MEMORY_STEPS)
+        self.pool_kinds()
+
+    def pool_kinds(self) -> None:
+        """`kind_ratio`: plain prefill batches' cost over spec ones', the geometric mean over
+        the buckets where both kinds ran, each weighted by the fewer of its two kinds' batches,
+        shrunk toward 1 by RATIO_PRIOR batches; 1 while no bucket has run both. At merges only
+        (the kinds change nowhere else): a decision reads it for free."""
+        log_sum = weight = 0.0
+        for s_plain, c_plain, s_spec, c_spec in self.kinds:
+            if min(s_plain, c_plain, s_spec, c_spec) > 0.0:
+                w = min(c_plain, c_spec)
+                log_sum += w * math.log((s_plain / c_plain) / (s_spec / c_spec))
+                weight += w
+        self.kind_ratio = math.exp(log_sum / (weight + self.RATIO_PRIOR))
 
     def kind_cost(self, bucket: int, plain: bool) -> Optional[float]:
         """Seconds a prefill batch of this kind (plain, else spec) costs at this bucket: its own
-        mean shrunk towards the mean of all by KIND_PRIOR pseudo-batches; None before any
+        mean shrunk towards `kind_prior` by KIND_PRIOR pseudo-batches; None before any
         prefill time here (per_step then adds none)."""
         if self.batches[bucket] <= 0.0 or self.seconds[bucket] <= 0.0:
             return None
         seconds, count = self.kinds[bucket][0:2] if plain else self.kinds[bucket][2:4]
+        return (seconds + self.KIND_PRIOR * self.kind_prior(bucket, plain)) / (
+            count + self.KIND_PRIOR)
+
+    def kind_prior(self, bucket: int, plain: bool) -> float:
+        """What a kind's cost a batch leans to here: the mean of all batches here split
+        between the kinds at `kind_ratio`, in the shares they ran here (the mean of all itself
+        while the ratio is 1). Call only where `kind_cost` has a mean of all."""
         mean_all = self.seconds[bucket] / self.batches[bucket]
-        return (seconds + self.KIND_PRIOR * mean_all) / (count + self.KIND_PRIOR)
+        c_plain, c_spec = self.kinds[bucket][1], self.kinds[bucket][3]
+        share = c_plain / (c_plain + c_spec) if c_plain + c_spec > 0.0 else 0.5
+        spec = mean_all / (share * self.kind_ratio + 1.0 - share)
+        return self.kind_ratio * spec if plain else spec
 
     def per_step(self, bucket: int, tokens_k: float, launch_s: float = 0.0,
                  plain: Optional[bool] = None) -> float:

@@ -78,11 +78,12 @@ def test_each_prefill_kind_is_priced_at_its_own_cost_where_the_status_reports_it
         (row,) = model_check.rows_of(f)
         return row["prefill0_ms"], row["prefillk_ms"]
 
-    # 3 ms a step over 0.4 batches: 7.5 ms a batch over both; each kind shrunk to it by 8
-    # pseudo-batches: plain (40 x 5 + 8 x 7.5) / 48 = 5.417 ms, spec 9.583. E_3 = 2.533: 1.2665
-    # admitted a step drafting, (1 - e^-1.2665) / (1 - e^-0.5) = 1.8252 x the batches a step;
-    # plain 5.417 x 0.4 = 2.17 ms, spec 9.583 x 0.4 x 1.8252 = 7.0
-    assert checked(model) == (2.17, 7.0)
+    # 3 ms a step over 0.4 batches: 7.5 ms a batch over both, split at the pooled ratio
+    # 0.5^(40/48) = 0.561231 (session 47): plain 5.392 ms, spec 9.608; each kind shrunk to its
+    # share by 8 pseudo-batches: plain (40 x 5 + 8 x 5.392) / 48 = 5.065 ms, spec 9.935.
+    # E_3 = 2.533: 1.2665 admitted a step drafting, (1 - e^-1.2665) / (1 - e^-0.5) = 1.8252 x
+    # the batches a step; plain 5.065 x 0.4 = 2.03 ms, spec 9.935 x 0.4 x 1.8252 = 7.25
+    assert checked(model) == (2.03, 7.25)
     # session 46's first runs left a kind's mean out under 4 batches: read as none seen, plain
     # at the mean of all (3 ms a step); spec as above
     model["prefill_kind_ms"] = {"64": [None, 3.0, 10.0, 40.0]}
@@ -104,10 +105,17 @@ def test_cells_price_the_prefill_kinds_three_ways():
                for view in model_check.KIND_VIEWS}
     one_mean, raw, shrunk = prefill["one-mean"], prefill["raw"], prefill["shrunk"]
     # each way scales one mean a batch by the batches a step at k alike: the views differ by
-    # the cost a batch alone. Spec (8.1 batches of 17.8 ms): raw 17.8 / 8.85 of one mean,
-    # shrunk (8.1 x 17.8 + 8 x 8.85) / 16.1 = 13.4 ms: 1.51x
+    # the cost a batch alone. Spec (8.1 batches of 17.8 ms): raw 17.8 / 8.85 of one mean;
+    # shrunk by 8 pseudo-batches at its share of the mean of all, split at the plain / spec
+    # ratio (session 47; 64 is the only bucket with both kinds): 0.496^(8.1 / 16.1) = 0.703,
+    # spec's share 8.85 / (0.905 x 0.703 + 0.095) = 12.11 ms; (8.1 x 17.8 + 8 x 12.11) / 16.1
+    # = 14.99 ms: 1.69x
     assert raw[3] == pytest.approx(one_mean[3] * spec_ms / mean_all, abs=0.02)
-    spec_shrunk = (spec_n * spec_ms + 8 * mean_all) / (spec_n + 8)
+    ratio = (plain_ms / spec_ms) ** (spec_n / (spec_n + 8))
+    share = plain_n / (plain_n + spec_n)
+    spec_prior = mean_all / (share * ratio + 1 - share)
+    spec_shrunk = (spec_n * spec_ms + 8 * spec_prior) / (spec_n + 8)
+    assert spec_shrunk == pytest.approx(14.99, abs=0.01)
     assert shrunk[3] == pytest.approx(one_mean[3] * spec_shrunk / mean_all, abs=0.02)
     assert one_mean[3] < shrunk[3] < raw[3]
     # plain (77.5 batches of 8.85 ms, nearly all there were): the same every way

@@ -175,8 +175,12 @@ def test_each_prefill_kind_is_priced_at_its_own_cost_a_batch():
     # 1.5 ms of prefill a step, 7.5 ms a batch over both
     fed(load, 7, 401, 1.0, [(0.005, 1, True)] * 40 + [(0.010, 1, False)] * 40)
     load.sync(lambda v: v)
-    # each kind's own mean shrunk by 8 pseudo-batches at 7.5 ms: (40 x 5 + 8 x 7.5) / 48
-    plain, spec = (0.200 + 0.060) / 48, (0.400 + 0.060) / 48  # 5.417 and 9.583 ms
+    # the pooled ratio: 5 / 10 over 40 batches shrunk by 8 at 1, 0.5^(40/48) = 0.561231; the
+    # mean of all (7.5 ms) split at it in equal shares: spec 7.5 / (0.5 x 0.561231 + 0.5) =
+    # 9.607803 ms, plain 0.561231 x that = 5.392194 ms; each kind's own mean shrunk by 8
+    # pseudo-batches at those: (40 x 5 + 8 x 5.392194) / 48, (40 x 10 + 8 x 9.607803) / 48
+    assert load.kind_ratio == pytest.approx(0.561231, rel=1e-5)
+    plain, spec = (0.200 + 8 * 0.005392194) / 48, (0.400 + 8 * 0.009607803) / 48  # 5.065, 9.935
     assert load.kind_cost(7, True) == pytest.approx(plain)
     assert load.kind_cost(7, False) == pytest.approx(spec)
     assert load.per_step(7, 1.0, plain=True) == pytest.approx(plain * 0.2)
@@ -194,9 +198,13 @@ def test_a_kind_seen_in_few_batches_leans_to_the_mean_of_all():
     fed(load, 7, 401, 1.0, [(0.005, 1, True)] * 40 + [(0.010, 1, False)] * 3)  # 400 steady
     load.sync(lambda v: v)
     mean_all = (40 * 0.005 + 3 * 0.010) / 43  # 5.349 ms a batch
-    spec = (3 * 0.010 + 8 * mean_all) / 11  # 6.617 ms: nearer the mean than its own 10
-    assert load.kind_cost(7, False) == pytest.approx(spec)
-    assert load.per_step(7, 1.0, plain=False) == pytest.approx(spec * 43 / 400)
+    # ratio 0.5^(3/11) = 0.827752 (3 batches of the fewer kind against 8 at 1); the mean of all
+    # split at it in the shares 40 / 43 and 3 / 43: spec 5.349 / (0.930233 x 0.827752 +
+    # 0.069767) = 6.36946 ms, the prior its 3 batches lean to
+    spec = (3 * 0.010 + 8 * 0.00636946) / 11  # 7.360 ms: nearer the mean than its own 10
+    assert mean_all < spec < 0.010 and spec - mean_all < 0.010 - spec
+    assert load.kind_cost(7, False) == pytest.approx(spec, rel=1e-5)
+    assert load.per_step(7, 1.0, plain=False) == pytest.approx(spec * 43 / 400, rel=1e-5)
     assert load.snapshot_kinds() == {"128": [5.0, 40.0, 10.0, 3.0]}
     none_yet = PrefillLoad(13)  # no spec batch at all: the mean of all, as before the kinds
     fed(none_yet, 7, 401, 1.0, [(0.005, 1, True)] * 40)
@@ -213,8 +221,11 @@ def test_a_kinds_cost_outlives_a_stretch_of_the_other_kind():
     for _ in range(20):  # then 20 syncs of drafting, spec prefills only
         fed(load, 7, 100, 2.5, [(0.010, 1, False)] * 20)
         load.sync(lambda v: v)
-    # plain: (40 x 5 + 8 x ~10) / 48 = ~5.8 ms, where the mean of all has moved to ~10
-    assert load.kind_cost(7, True) == pytest.approx((0.200 + 8 * 0.010) / 48, rel=0.01)
+    # the spec batches, decayed: 20 x (1 - 0.9^20) / 0.1 = 175.7; the ratio 0.5^(40/48) =
+    # 0.561231; the mean of all has moved to ~10 ms, split in the shares 40 / 215.7 and 175.7 /
+    # 215.7: spec 10 / (0.18544 x 0.561231 + 0.81456) = 10.886, plain 0.561231 x that =
+    # 6.109 ms; plain: (40 x 5 + 8 x 6.109) / 48 = ~5.18 ms
+    assert load.kind_cost(7, True) == pytest.approx((0.200 + 8 * 0.006109) / 48, rel=0.01)
     assert load.kind_cost(7, False) == pytest.approx(0.010, rel=0.01)
     assert load.per_step(7, 1.0, plain=True) < 0.6 * load.per_step(7, 1.0)
 
@@ -228,5 +239,48 @@ def test_ranks_merge_the_kinds_to_the_same_values():
     for load in ranks:
         load.sync(lambda v: mean)
     assert ranks[0].kinds == ranks[1].kinds
-    # plain 5.5 ms (the ranks' mean), the mean of all 7.75: (8 x 5.5 + 8 x 7.75) / 16
-    assert ranks[0].kind_cost(7, True) == pytest.approx((0.044 + 0.062) / 16)
+    # plain 5.5 ms (the ranks' mean), spec 10, the ratio 0.55^(8/16) = 0.741620, the mean of all
+    # 7.75 ms split at it in equal shares: plain 0.741620 x 7.75 / 0.870810 = 6.600240 ms;
+    # (8 x 5.5 + 8 x 6.600240) / 16
+    assert ranks[0].kind_ratio == ranks[1].kind_ratio == pytest.approx(0.741620, rel=1e-5)
+    assert ranks[0].kind_cost(7, True) == pytest.approx((0.044 + 8 * 0.00660024) / 16)
+
+
+def test_a_wave_of_arrivals_is_left_out_like_a_ramp():
+    """Session 47 (H100, 64 requests): the warm-up wave's prefills of 9-12 new requests each
+    (~30 ms, against ~5 ms for the 1-4 of steady turnover) came while the batch read steady;
+    counted as plain prefills at 64 they priced plain's prefills above drafting's."""
+    def load_with(prefills):
+        load = PrefillLoad(13)
+        fed(load, 6, 401, 1.0, [])
+        for seconds, admitted in prefills:
+            load.on_prefill(6, seconds, admitted, True, batch_size=64)
+        load.sync(lambda v: v)
+        return load
+
+    steady = [(0.005, 1)] * 40 + [(0.008, 8)]  # 8 = 64 / 8 new requests: still turnover
+    waved = load_with(steady + [(0.030, 10)] * 5)  # 10 > max(4, 64 / 8): a wave
+    alone = load_with(steady)
+    assert waved.kinds == alone.kinds and waved.per_step(6, 1.0) == alone.per_step(6, 1.0)
+    assert alone.snapshot_kinds() == {"64": [pytest.approx(5.073, abs=1e-3), 41.0, None, 0.0]}
+    assert PrefillLoad.is_wave(5, 8) and not PrefillLoad.is_wave(4, 8)  # past 4 at small batches
+    assert PrefillLoad.is_wave(33, 256) and not PrefillLoad.is_wave(32, 256)
+
+
+def test_a_kind_unseen_at_a_bucket_is_priced_at_the_ratio_seen_at_others():
+    """Where goodput only drafted (64 requests in session 47's sweep), no plain prefill ran:
+    plain was priced at the spec prefills' mean there, where at 128 plain ones cost 0.77x of
+    spec ones. An unseen kind now takes the plain / spec ratio pooled over the other buckets."""
+    load = PrefillLoad(13)
+    fed(load, 7, 401, 1.0, [(0.007, 1, True)] * 40 + [(0.010, 1, False)] * 40)  # both at 128
+    fed(load, 6, 401, 1.0, [(0.010, 1, False)] * 40)  # spec alone at 64
+    load.sync(lambda v: v)
+    # 0.7 over 40 batches shrunk by 8 at 1: 0.7^(40/48) = 0.742874; at 64 the mean of all is
+    # spec's own 10 ms (plain's share 0), plain none seen: 0.742874 x 10 ms
+    assert load.kind_ratio == pytest.approx(0.742874, rel=1e-5)
+    assert load.kind_cost(6, True) == pytest.approx(0.00742874, rel=1e-5)
+    assert load.kind_cost(6, False) == pytest.approx(0.010)
+    lone = PrefillLoad(13)  # no bucket with both kinds: the mean of all, as before
+    fed(lone, 6, 401, 1.0, [(0.010, 1, False)] * 40)
+    lone.sync(lambda v: v)
+    assert lone.kind_ratio == 1.0 and lone.kind_cost(6, True) == pytest.approx(0.010)
