@@ -67,18 +67,24 @@ def prefill_term(model: dict) -> PrefillLoad:
 KIND_VIEWS = ("shrunk", "raw", "one-mean")
 
 
-def cells_at(path: Path, bucket: int, kinds: str = "shrunk") -> List[List[str]]:
+def cells_at(path: Path, bucket: int, kinds: str = "shrunk",
+             unseen_plain: bool = False) -> List[List[str]]:
     """The goodput server's final cost model at one batch bucket (a power of two): per measured
     k, E_k, the decode step, the prefill time per step without and with a prefill's launch
     (`prefill_launch_ms`, session 37's term), and the goodput (tokens per second per request)
     each way. Session 38: at 64 requests with up to 7 steps the launch term flipped the choice
     from plain to k = 5 where plain made 1.16-1.22x of static drafting. `kinds`: each prefill
     kind priced as the policy does (shrunk), at its own mean alone (raw: session 46's runs), or
-    every prefill at the mean of all (one-mean: before session 46)."""
+    every prefill at the mean of all (one-mean: before session 46). `unseen_plain`: the plain
+    prefills at this bucket left out (session 47: what its wave guard would have left where the
+    warm-up's wave was the only plain prefills there)."""
     status = json.loads(path.read_text())["systems"]["adaptive-spec:goodput"]["final_status"][0]
     model, per_position = status["cost_model"], status["acceptance"]["per_position"]
     cells = {int(k): ms / 1000.0 for k, ms in model["step_ms"][str(bucket)].items()}
     load = prefill_term(model)
+    if unseen_plain:
+        load.kinds[bucket_of(bucket)][0:2] = [0.0, 0.0]
+        load.pool_kinds()
     if kinds == "one-mean":
         load.kinds = [[0.0] * 4 for _ in load.kinds]  # no kind seen: the mean of all
         load.pool_kinds()
@@ -149,13 +155,15 @@ def main(argv=None) -> int:
     ap.add_argument("--kinds", choices=KIND_VIEWS, default="shrunk",
                     help="with --cells: prefill kinds priced as the policy does (shrunk), at "
                          "their own means alone (raw), or all at one mean (one-mean)")
+    ap.add_argument("--unseen-plain", action="store_true",
+                    help="with --cells: the plain prefills at that bucket left out (as a wave)")
     a = ap.parse_args(argv)
     if a.cells is not None:
         try:
             for f in a.files:
                 print(f"{f.name}: the final cost model at bucket {a.cells} (prefill kinds: "
-                      f"{a.kinds})")
-                print(_aligned(cells_at(f, a.cells, a.kinds)))
+                      f"{a.kinds}{', its plain ones left out' if a.unseen_plain else ''})")
+                print(_aligned(cells_at(f, a.cells, a.kinds, a.unseen_plain)))
         except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
             print(f"error: cannot read bucket {a.cells} of the final table: {e!r}", file=sys.stderr)
             return 2

@@ -121,3 +121,20 @@ def test_cells_price_the_prefill_kinds_three_ways():
     # plain (77.5 batches of 8.85 ms, nearly all there were): the same every way
     assert raw[0] == pytest.approx(one_mean[0] * plain_ms / mean_all, abs=0.02)
     assert plain_n > spec_n
+
+
+def test_cells_price_a_bucket_whose_plain_prefills_are_left_out():
+    """Session 47's first sweep: its only plain prefills at 64 were the warm-up's wave (10.4 ms
+    a batch, spec 8.3); left out, plain at 64 is priced at 128's plain / spec ratio."""
+    path = RESULTS / "2026-12-06-s47-dense-1-128-fs.json"
+    cost = json.loads(path.read_text())["systems"]["adaptive-spec:goodput"]["final_status"][0][
+        "cost_model"]
+    assert cost["prefill_kind_ms"]["64"] == [10.433, 10.0, 8.293, 63.7]
+    kept = {int(r[0]): r for r in model_check.cells_at(path, 64)[1:]}
+    left = {int(r[0]): r for r in model_check.cells_at(path, 64, unseen_plain=True)[1:]}
+    assert left[3] == kept[3]  # drafting's price is its own kind's either way
+    # 128 alone pools: 7.553 / 9.828 = 0.7685 over 10.1 batches shrunk by 8: 0.7685^(10.1 /
+    # 18.1) = 0.8633; plain at 64 is its share of the mean of all (0 plain batches left there):
+    # the whole mean split at 0.8633, against (10 x 10.433 + 8 x mean share) / 18 kept
+    assert float(left[0][3]) < 0.8 * float(kept[0][3])
+    assert float(left[0][6]) > float(kept[0][6])  # plain's goodput rises
