@@ -89,7 +89,7 @@ def cells_at(path: Path, bucket: int, kinds: str = "shrunk",
         load.kinds = [[0.0] * 4 for _ in load.kinds]  # no kind seen: the mean of all
         load.pool_kinds()
     elif kinds == "raw":
-        load.KIND_PRIOR = 1e-9  # the kind's own mean where it has batches, else the mean of all
+        load.KIND_PRIOR = 1e-9  # the kind's own mean where it has batches, else its prior
     launched = PrefillLoad(MAX_BUCKET_EXP + 1, max(cells))
     load.width, load.launch, load.launches = launched.width, launched.launch, launched.launches
     b = bucket_of(bucket)
