@@ -131,7 +131,8 @@ def _cost_model(cm: dict, chosen: Optional[int]) -> List[str]:
             for b, v in _by_bucket(kinds)))
         ratio = cm.get("prefill_kind_ratio")
         if ratio is not None:
-            out.append(f"plain over with the draft's, pooled (an unseen kind's price): {ratio:g}")
+            out.append(f"plain over with the draft's, pooled (an unseen kind's price): {ratio:g}"
+                       f"; prefills left out as waves of arrivals: {cm.get('prefill_waves', 0)}")
     launch = cm.get("prefill_launch_ms") or {}
     if any(len(row) > 1 for row in launch.values()):
         out.append("a prefill's launch in the decode step beside it, extra ms (launches):")

@@ -841,6 +841,8 @@ class GoodputPolicy:
                 "prefill_kind_ms": self.prefill.snapshot_kinds(),
                 # plain over spec a batch, pooled over the buckets: what an unseen kind is priced at
                 "prefill_kind_ratio": round(self.prefill.kind_ratio, 4),
+                # prefills left out of the prefill term as waves of arrivals (prefill_load.py)
+                "prefill_waves": self.prefill.waves,
                 "switch_on_ms": self.switch.snapshot(),
                 # how long the model keeps preferring drafting, or plain (preferred_runs.py)
                 "preferred_runs_ms": self.runs.snapshot(),

@@ -141,6 +141,7 @@ class PrefillLoad:
         # merged, per bucket: (seconds, batches) of plain prefills, then of spec ones (decayed)
         self.kinds = [[0.0] * 4 for _ in range(buckets)]
         self.kind_ratio = 1.0  # plain over spec a batch, pooled over the buckets (`pool_kinds`)
+        self.waves = 0  # prefills left out as waves of arrivals (rank-identical: their counts are)
         # seconds, admitted, tokens, steps; then the batch fit's batches, sum n^2, sum n * seconds;
         # then the plain prefills' seconds and batches
         self._local = [[0.0] * buckets for _ in range(9)]
@@ -167,6 +168,7 @@ class PrefillLoad:
         (of `batch_size`, where known) decoded; `plain`: it ran without the draft's prefill
         (the module doc's "A prefill's kind"). A wave is left out, as a ramp is."""
         if batch_size is not None and self.is_wave(admitted, batch_size):
+            self.waves += 1
             return
         if self._steady:
             self._local[0][bucket] += seconds

@@ -916,6 +916,10 @@ def test_the_policy_tells_its_prefill_term_the_batch_a_prefill_came_beside():
     ctl.policy.prefill.on_prefill = lambda *a, **kw: seen.append((a, kw))
     ctl.policy.observe_prefill(64, 0.030, 10, plain=True)
     assert seen == [((6, 0.030, 10, True), {"batch_size": 64})]
+    waved = make_ctl()  # the status counts the waves left out
+    waved.policy.observe_prefill(64, 0.030, 10, plain=True)
+    waved.policy.observe_prefill(64, 0.005, 1, plain=True)
+    assert waved.policy.describe()["prefill_waves"] == 1
 
 
 def test_the_controller_reports_a_prefills_time_and_new_requests(monkeypatch):

@@ -262,6 +262,7 @@ def test_a_wave_of_arrivals_is_left_out_like_a_ramp():
     waved = load_with(steady + [(0.030, 10)] * 5)  # 10 > max(4, 64 / 8): a wave
     alone = load_with(steady)
     assert waved.kinds == alone.kinds and waved.per_step(6, 1.0) == alone.per_step(6, 1.0)
+    assert (waved.waves, alone.waves) == (5, 0)  # counted for the status
     assert alone.snapshot_kinds() == {"64": [pytest.approx(5.073, abs=1e-3), 41.0, None, 0.0]}
     assert PrefillLoad.is_wave(5, 8) and not PrefillLoad.is_wave(4, 8)  # past 4 at small batches
     assert PrefillLoad.is_wave(33, 256) and not PrefillLoad.is_wave(32, 256)

@@ -66,7 +66,8 @@ def test_a_goodput_status_shows_each_prefill_kinds_cost_a_batch():
     # each kind's own mean: 6 plain batches of 5 ms, 2 spec ones of 10
     assert "a prefill batch, ms, plain / with the draft's (batches): 9-16: 5 (6) / 10 (2)" in page
     # 5 / 10 over the fewer kind's 2 batches, shrunk by 8 at 1: 0.5^(2/10) = 0.8706
-    assert "plain over with the draft's, pooled (an unseen kind's price): 0.8706" in page
+    assert ("plain over with the draft's, pooled (an unseen kind's price): 0.8706; prefills left "
+            "out as waves of arrivals: 0") in page
 
 
 def test_a_threshold_status_has_no_cost_model_and_still_renders():
