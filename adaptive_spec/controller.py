@@ -21,6 +21,7 @@ from .config import AdaptiveSpecConfig
 from .follow import PROBING, FollowLog
 from .policy import Decision, make_policy
 from .policy.base import configured_policy
+from .policy.prefill_load import PrefillLoad
 from .policy.step_table import bucket_of
 from .signals import AcceptanceStats, LoadSnapshot, StepTimer
 from .staleness import StalenessLedger
@@ -226,6 +227,7 @@ class Controller:
         # a prefill batch was launched since the last result (overlap scheduler: the next decode
         # result's wall time holds that launch's host work, `_clock_result`)
         self._extend_launched = False
+        self._extend_wave = False  # that launch was a wave of arrivals (`on_extend`)
         # while SGLang processes a decode result (`open_result` .. `close_result`), a spec
         # result's clock waits for the end of that processing, where a plain result's is read
         self._result_open = False
@@ -242,14 +244,19 @@ class Controller:
     def on_snapshot(self, snap: LoadSnapshot) -> None:
         self.snapshot = snap
 
-    def on_extend(self) -> None:
-        """A prefill (extend) batch was launched. Its GPU time lands in the wall time of the
-        next decode result, which is then not a sample of a decode step's cost (left in,
-        prefills biased exactly the rarely sampled cells: probes of a new batch size run
-        while its requests are prefilled; 2026-11-29 GPU runs learned k=1 at 10x its cost).
-        Once the server reports prefill results (`on_prefill_result`) nothing needs to be
-        dropped: the timer restarts there instead."""
+    def on_extend(self, admitted: int = 0) -> None:
+        """A prefill (extend) batch of `admitted` new requests (0: not told) was launched. Its
+        GPU time lands in the wall time of the next decode result, which is then not a sample
+        of a decode step's cost (left in, prefills biased exactly the rarely sampled cells:
+        probes of a new batch size run while its requests are prefilled; 2026-11-29 GPU runs
+        learned k=1 at 10x its cost). Once the server reports prefill results
+        (`on_prefill_result`) nothing needs to be dropped: the timer restarts there instead.
+        A wave of arrivals' launch (prefill_load.py, "Waves") is priced nowhere: the decode
+        result beside it is dropped (session 47: 5 such launches set plain's launch extra at 64
+        requests to 1.6-1.8 ms a batch)."""
         self._extend_launched = True
+        wave = PrefillLoad.is_wave(admitted, self.snapshot.running)
+        self._extend_wave = self._extend_wave or wave
         if not self._prefill_results_reported:
             self._unsampled = 2
 
@@ -263,6 +270,7 @@ class Controller:
         self._prefill_results_reported = True
         self._unsampled = 0
         self._extend_launched = False  # its launch went into this interval, not a decode one
+        self._extend_wave = False
         if self.sample_log is not None:
             self.sample_log.on_prefill_result(plain=self._prefill_plain)
         # the wall time since the last result is this prefill's, taken from the decode batch
@@ -348,11 +356,12 @@ class Controller:
         step at 64 requests)."""
         try:
             launched, self._extend_launched = self._extend_launched, False
+            wave, self._extend_wave = self._extend_wave, False
             dt = measured = self.timer.tick(steps)
             self._gather_switch_on(batch_size, steps, mode, dt, launched)
             prefill_s = self._prefill_since_decode
             self._observe_realized(batch_size, steps, mode, measured, tokens)
-            if mode in REENTRY_MODES or self._unsampled > 0:
+            if mode in REENTRY_MODES or self._unsampled > 0 or (launched and wave):
                 dt = None
             self._unsampled = max(0, self._unsampled - 1)
             if self._held_off_sample is not None:  # the previous off step's verdict

@@ -76,8 +76,8 @@ def cells_at(path: Path, bucket: int, kinds: str = "shrunk",
     from plain to k = 5 where plain made 1.16-1.22x of static drafting. `kinds`: each prefill
     kind priced as the policy does (shrunk), at its own mean alone (raw: session 46's runs), or
     every prefill at the mean of all (one-mean: before session 46). `unseen_plain`: the plain
-    prefills at this bucket left out (session 47: what its wave guard would have left where the
-    warm-up's wave was the only plain prefills there)."""
+    prefills and plain's prefill launches at this bucket left out (session 47: what its wave
+    guards would have left where the warm-up's wave was all of them there)."""
     status = json.loads(path.read_text())["systems"]["adaptive-spec:goodput"]["final_status"][0]
     model, per_position = status["cost_model"], status["acceptance"]["per_position"]
     cells = {int(k): ms / 1000.0 for k, ms in model["step_ms"][str(bucket)].items()}
@@ -95,7 +95,7 @@ def cells_at(path: Path, bucket: int, kinds: str = "shrunk",
     b = bucket_of(bucket)
     row = (model.get("prefill_launch_ms") or {}).get(str(bucket)) or {}
     for k, value in row.items():
-        if k.isdigit():
+        if k.isdigit() and not (unseen_plain and k == "0"):
             load.launch[b * load.width + int(k)] = value[0] / 1000.0
             load.launches[b * load.width + int(k)] = value[1]
     times = [cells.get(k, 0.0) for k in range(load.width)]
@@ -156,7 +156,8 @@ def main(argv=None) -> int:
                     help="with --cells: prefill kinds priced as the policy does (shrunk), at "
                          "their own means alone (raw), or all at one mean (one-mean)")
     ap.add_argument("--unseen-plain", action="store_true",
-                    help="with --cells: the plain prefills at that bucket left out (as a wave)")
+                    help="with --cells: plain's prefills and launches at that bucket left out "
+                         "(as a wave's)")
     a = ap.parse_args(argv)
     if a.cells is not None:
         try:

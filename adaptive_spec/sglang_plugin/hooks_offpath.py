@@ -151,7 +151,8 @@ def around_forward_batch_generation(orig, worker, batch, *args, **kwargs):
     ctl = get_controller()
     bound_switch_records(getattr(worker, "server_args", None))
     if ctl is not None and batch.forward_mode.is_extend():
-        ctl.on_extend()  # the next decode results' wall times include this prefill
+        # the next decode results' wall times include this prefill (and its new requests)
+        ctl.on_extend(len(getattr(batch, "reqs", None) or ()))
     if getattr(batch, hooks_plain.PLAIN_MARK, False) and batch.spec_algorithm.is_none():
         if batch.forward_mode.is_extend():
             return plain_prefill_step(worker, batch, ctl)

@@ -664,6 +664,33 @@ def test_a_prefill_result_restarts_the_step_time(monkeypatch):
     assert launches == [0.01]
 
 
+def test_a_waves_launch_is_priced_nowhere(monkeypatch):
+    """Session 47 (H100, 64 requests): the warm-up wave's 5 launches set plain's launch extra at
+    64 to 1.6-1.8 ms a batch. The decode result beside a wave's launch is dropped; one beside a
+    launch of steady turnover goes to the prefill term as before."""
+    now = [0.0]
+    monkeypatch.setattr(signals, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    seen, launches = [], []
+    ctl.policy.observe_step_time = lambda bs, k, s: seen.append(round(s, 6))
+    ctl.policy.observe_prefill_launch = lambda bs, k, s: launches.append(round(s, 6))
+    ctl.on_snapshot(LoadSnapshot(running=64))
+    for t, event, admitted in ((0.00, "decode", 0), (0.01, "prefill", 1), (0.02, "decode", 0),
+                               (0.02, "extend", 10), (0.04, "decode", 0), (0.05, "prefill", 10),
+                               (0.06, "decode", 0), (0.06, "extend", 2), (0.08, "decode", 0),
+                               (0.09, "prefill", 2), (0.10, "decode", 0),
+                               (0.11, "decode", 0)):  # an off step's sample waits for the next
+        now[0] = t
+        if event == "decode":
+            ctl.on_result(0, [0] * 64)
+        elif event == "extend":
+            ctl.on_extend(admitted)  # 10 > max(4, 64 / 8): a wave; 2: turnover
+        else:
+            ctl.on_prefill_result(admitted)
+    assert launches == [0.02]  # the turnover launch's result (0.06-0.08) alone
+    assert seen == [0.01, 0.01, 0.01]  # the wave's (0.02-0.04) in neither
+
+
 def test_a_cell_that_never_fills_is_probed_ever_more_rarely():
     """A cell whose samples are all dropped (stalls, prefills) stays under-sampled; probed every
     16 decisions for ever, it cost a catch-up and two drafting steps each time (GPU, session 5)."""
