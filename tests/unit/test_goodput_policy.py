@@ -644,13 +644,20 @@ def test_busy_batches_are_sampled_between_prefills(monkeypatch):
     assert mean_goodput(False)[0] < 0.85  # the starvation guarded against is real here
 
 
-def test_a_prefill_result_restarts_the_step_time(monkeypatch):
+def timed_controller(monkeypatch):
+    """A goodput controller on a clock the test sets (`now[0]`), and the step times and launch
+    times its policy is told: (ctl, now, seen, launches)."""
     now = [0.0]
     monkeypatch.setattr(signals, "time", SimpleNamespace(monotonic=lambda: now[0]))
     ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
     seen, launches = [], []
     ctl.policy.observe_step_time = lambda bs, k, s: seen.append(round(s, 6))
     ctl.policy.observe_prefill_launch = lambda bs, k, s: launches.append(round(s, 6))
+    return ctl, now, seen, launches
+
+
+def test_a_prefill_result_restarts_the_step_time(monkeypatch):
+    ctl, now, seen, launches = timed_controller(monkeypatch)
     for t, event in ((0.00, "decode"), (0.01, "decode"), (0.01, "extend"), (0.02, "decode"),
                      (0.05, "prefill"), (0.06, "decode"), (0.06, "extend"), (0.07, "decode"),
                      (0.10, "prefill"), (0.11, "decode"), (0.12, "decode")):
@@ -668,12 +675,7 @@ def test_a_waves_launch_is_priced_nowhere(monkeypatch):
     """Session 47 (H100, 64 requests): the warm-up wave's 5 launches set plain's launch extra at
     64 to 1.6-1.8 ms a batch. The decode result beside a wave's launch is dropped; one beside a
     launch of steady turnover goes to the prefill term as before."""
-    now = [0.0]
-    monkeypatch.setattr(signals, "time", SimpleNamespace(monotonic=lambda: now[0]))
-    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
-    seen, launches = [], []
-    ctl.policy.observe_step_time = lambda bs, k, s: seen.append(round(s, 6))
-    ctl.policy.observe_prefill_launch = lambda bs, k, s: launches.append(round(s, 6))
+    ctl, now, seen, launches = timed_controller(monkeypatch)
     ctl.on_snapshot(LoadSnapshot(running=64))
     for t, event, admitted in ((0.00, "decode", 0), (0.01, "prefill", 1), (0.02, "decode", 0),
                                (0.02, "extend", 10), (0.04, "decode", 0), (0.05, "prefill", 10),
