@@ -255,8 +255,7 @@ class Controller:
         result beside it is dropped (session 47: 5 such launches set plain's launch extra at 64
         requests to 1.6-1.8 ms a batch)."""
         self._extend_launched = True
-        wave = PrefillLoad.is_wave(admitted, self.snapshot.running)
-        self._extend_wave = self._extend_wave or wave
+        self._extend_wave |= PrefillLoad.is_wave(admitted, self.snapshot.running)
         if not self._prefill_results_reported:
             self._unsampled = 2
 

@@ -28,15 +28,12 @@ if [ "$1" = fs ]; then
   KIND=dense PAIR=/tmp/soak-8b
   dense_pinned_setup "$TAG"
   build_pair "$PAIR" "$DRAFT" --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
-else  # dense_pinned_setup's settings with the MoE pair (and its slower start: Triton's MoE JIT)
+else  # the MoE pair (its slower start, Triton's MoE JIT: the sweep's --start-timeout-s below)
   KIND=moe PAIR=/tmp/moe-16
-  export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
-    ADAPTIVE_SPEC_PHASE_WINDOW_S=1
-  PIN=$(core_probe "$TAG-before"); say "pinning schedulers to vCPUs $PIN"
+  pinned_setup "$TAG"
   build_pair "$PAIR" "$DRAFT" --preset qwen3-moe --layers 16 \
     || { tail -30 "$OUT/build.log"; exit 3; }
   say "model built"
-  RUN_FLAGS+=(--start-timeout-s 360 --server-arg "--stream-interval 4" --pin-scheduler-cpus "$PIN")
 fi
 export ADAPTIVE_SPEC_SAMPLE_LOG=1
 SYSTEMS=${SYSTEMS:-$FOUR}

@@ -176,16 +176,20 @@ print(",".join(fast[:2]))
 PY
 }
 
-# Sessions 32-34's setting: the dense 8B pair at dial 0.7 (built in /tmp/soak-8b), the phase clocks
-# in 1-s windows, --stream-interval 4, every scheduler pinned to the probe's fastest two vCPUs
-# (`core_probe $1-before`); sets PIN and adds to RUN_FLAGS.
-dense_pinned_setup() {
+# Sessions 32-34's setting: the phase clocks in 1-s windows, --stream-interval 4, every scheduler
+# pinned to the probe's fastest two vCPUs (`core_probe $1-before`); sets PIN and adds to RUN_FLAGS.
+pinned_setup() {
   export DEADLINE_S=${DEADLINE_S:-560} ADAPTIVE_SPEC_WARM_SAMPLING=0 ADAPTIVE_SPEC_PHASE_TIMING=1 \
     ADAPTIVE_SPEC_PHASE_WINDOW_S=1
   PIN=$(core_probe $1-before); say "pinning schedulers to vCPUs $PIN"
+  RUN_FLAGS+=(--start-timeout-s 200 --server-arg "--stream-interval 4" --pin-scheduler-cpus "$PIN")
+}
+
+# pinned_setup with the dense 8B pair at dial 0.7 (built in /tmp/soak-8b)
+dense_pinned_setup() {
+  pinned_setup "$1"
   build_pair /tmp/soak-8b dial:0.7 --preset 8b || { tail -30 "$OUT/build.log"; exit 3; }
   say "model built"
-  RUN_FLAGS+=(--start-timeout-s 200 --server-arg "--stream-interval 4" --pin-scheduler-cpus "$PIN")
 }
 
 sweep() {  # $1 GPU, $2 name, $3 target dir, $4 draft dir, $5 systems, rest: extra sweep flags
@@ -341,8 +345,7 @@ for path in sys.argv[1:]:
     cm = fs[0].get("cost_model") or {}
     for key in ("step_ms", "step_samples", "step_context_tokens", "prefill_ms_admitted_tokens_per_step",
                 "prefill_batch_fit_ms", "prefill_launch_ms", "prefill_kind_ms", "switch_on_ms",
-                "preferred_runs_ms",
-                "choice_by_bucket", "threshold_suggestion", "realized_ratio"):
+                "preferred_runs_ms", "choice_by_bucket", "threshold_suggestion", "realized_ratio"):
         print(path.split("/")[-1], key, json.dumps(cm.get(key)))
     print(path.split("/")[-1], "switches", fs[0].get("switches"))
 PY
