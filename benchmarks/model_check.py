@@ -60,8 +60,29 @@ def prefill_term(model: dict) -> PrefillLoad:
             count = count if ms is not None else 0.0  # under 4 batches) counts as none seen
             kinds += [(ms or 0.0) / 1000.0 * count, count]
         load.kinds[int(math.log2(int(bucket)))] = kinds
+    moved_kinds(load, model)
     load.pool_kinds()  # the plain / spec ratio an unseen kind is priced at (session 47)
     return load
+
+
+def moved_kinds(load: PrefillLoad, model: dict) -> None:
+    """Where the status reports each kind's new requests a batch (session 48): those, the batch
+    fit's slope and the bucket's mean batch (its new requests over its prefill batches a step),
+    so `kind_mean` moves each kind's mean to that batch as the policy does; a status from before
+    has no slope here: each kind at its mean as measured, as the policy then priced it."""
+    admitted = model.get("prefill_kind_admitted") or {}
+    fits, steps = model.get("prefill_batch_fit_ms") or {}, model.get(
+        "prefill_ms_admitted_tokens_per_step") or {}
+    slopes = {}
+    for bucket, (plain_n, spec_n) in admitted.items():
+        b = int(math.log2(int(bucket)))
+        counts = (load.kinds[b][1], load.kinds[b][3])
+        load.kind_admitted[b] = [(n or 0.0) * c for n, c in zip((plain_n, spec_n), counts)]
+        fit, batches = fits.get(bucket), load.batches[b]
+        if fit and fit[1] is not None and batches > 0 and bucket in steps:
+            slopes[b] = fit[1] / 1000.0
+            load.fit_sums[b][0:2] = [1.0, steps[bucket][1] / batches]  # the mean batch's requests
+    load.batch_fit = lambda b: (0.0, slopes.get(b), 1.0)
 
 
 KIND_VIEWS = ("shrunk", "raw", "one-mean")

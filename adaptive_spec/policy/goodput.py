@@ -833,12 +833,15 @@ class GoodputPolicy:
         return {"step_ms": self.table.snapshot(), "step_samples": self.table.snapshot(samples=True),
                 "step_context_tokens": self.table.snapshot(contexts=True),
                 "prefill_ms_admitted_tokens_per_step": self.prefill.snapshot(),
-                # a prefill batch's fixed and per-new-request cost (checked, not used yet)
+                # a prefill batch's fixed and per-new-request cost (its slope moves each kind's
+                # mean to the bucket's batch size, prefill_load.py)
                 "prefill_batch_fit_ms": self.prefill.snapshot_fit(),
                 # each launch's extra in the decode step beside it, by k (prefill_load.py)
                 "prefill_launch_ms": self.prefill.snapshot_launch(),
                 # each prefill kind's cost a batch, plain and spec (prefill_load.py)
                 "prefill_kind_ms": self.prefill.snapshot_kinds(),
+                # the new requests a batch of each kind admitted (session 48)
+                "prefill_kind_admitted": self.prefill.snapshot_kind_admitted(),
                 # plain over spec a batch, pooled over the buckets: what an unseen kind is priced at
                 "prefill_kind_ratio": round(self.prefill.kind_ratio, 4),
                 # prefills left out of the prefill term as waves of arrivals (prefill_load.py)

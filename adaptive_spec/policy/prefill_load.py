@@ -28,7 +28,8 @@ and a prefill when the last decode step counted.
 
 Whether a prefill batch really costs the same whatever it holds is checked, not assumed: each
 bucket also keeps a least-squares fit of a batch's seconds against its new requests (fixed cost
-plus cost per request, `batch_fit`), reported in the policy's status and not yet used. Session
+plus cost per request, `batch_fit`), reported in the policy's status; its slope moves each
+prefill kind's mean to the bucket's batch size (session 48, "A kind's batch size" below). Session
 18 (TP = 2, dense pair, 64 requests) is why: there the term tipped the choice to k = 3 where
 EAGLE-3 made 0.95x of plain; on the run's final table a cost per new request, instead of per
 batch, would have put plain ahead (a reading of that table, not a measurement).
@@ -86,6 +87,16 @@ wave came in prefills of 9-12 new requests (~30 ms each) while the batch read st
 where steady turnover ran prefills of 1-4 (~5 ms); counted, they were the only plain prefills at
 64 and priced plain's above drafting's (10.4 against 8.3 ms a batch) for the rest of the run.
 
+A kind's batch size. Below the wave's bar a surge still comes in larger batches than steady
+turnover, and a kind seen mostly in one is priced dear for its batch size, not its kind. Session
+48 (H100, 64 requests, second run): the warm-up pass's plain prefills at 64 admitted 6-10 new
+requests a batch at 50-69 running (several under the bar), set plain at 10.2 ms a batch against
+spec's 8.9 from steady ones of 1-3, and goodput drafted the level where plain made 1.08x of
+EAGLE-3. So each kind also keeps the new requests its batches admitted, and its mean is moved to
+the bucket's mean batch along the batch fit's per-request slope (`kind_mean`: own mean - slope x
+(its new requests a batch - the bucket's)), before it is shrunk or pooled into the ratio; no slope
+(every batch of one size, or a fit sloping down) leaves it as measured.
+
 Tensor parallel: the prefill seconds are each rank's own wall time; like the step times they
 are merged only at the policy's syncs through its reducer (an all-reduce mean), so every rank
 reads the same values. Admissions and accept lengths are rank-identical already.
@@ -123,6 +134,7 @@ class PrefillLoad:
     LAUNCH_MIN = 4.0  # launches seen at (bucket, k) before its extra is read
     KIND_PRIOR = 8.0  # pseudo-batches at the mean of all that a kind's own cost is shrunk by
     RATIO_PRIOR = 8.0  # batches at a plain / spec ratio of 1 the pooled ratio is shrunk by
+    KIND_MEAN_FLOOR = 0.5  # a kind's mean moved to the bucket's batch size keeps this share
     WAVE_MIN = 4  # a prefill admitting more new requests than this and than WAVE_SHARE of the
     WAVE_SHARE = 0.125  # batch beside it is a wave of arrivals, not steady turnover
 
@@ -140,11 +152,13 @@ class PrefillLoad:
         self.launches = [0.0] * (buckets * self.width)
         # merged, per bucket: (seconds, batches) of plain prefills, then of spec ones (decayed)
         self.kinds = [[0.0] * 4 for _ in range(buckets)]
+        # merged, per bucket: the new requests those plain, then spec, batches admitted (decayed)
+        self.kind_admitted = [[0.0] * 2 for _ in range(buckets)]
         self.kind_ratio = 1.0  # plain over spec a batch, pooled over the buckets (`pool_kinds`)
         self.waves = 0  # prefills left out as waves of arrivals (rank-identical: their counts are)
         # seconds, admitted, tokens, steps; then the batch fit's batches, sum n^2, sum n * seconds;
-        # then the plain prefills' seconds and batches
-        self._local = [[0.0] * buckets for _ in range(9)]
+        # then the plain prefills' seconds, batches and new requests
+        self._local = [[0.0] * buckets for _ in range(10)]
         # launch extras summed and counted, per bucket x k
         self._local_launch = [[0.0] * (buckets * self.width) for _ in range(2)]
         self.fit_sums = [[0.0] * 5 for _ in range(buckets)]  # batches, n, n^2, s, n*s (decayed)
@@ -179,6 +193,7 @@ class PrefillLoad:
             if plain:
                 self._local[7][bucket] += seconds
                 self._local[8][bucket] += 1.0
+                self._local[9][bucket] += admitted
 
     def on_launch(self, bucket: int, k: int, extra_seconds: float) -> None:
         """A decode result at step count k processed after a prefill batch's launch took
@@ -214,7 +229,7 @@ class PrefillLoad:
         """Merge `local_vector`'s sums as averaged over the ranks."""
         n, m = self.buckets, self.buckets * self.width
         rows = len(self._local)
-        sec, adm, tok, steps, batches, adm2, adm_sec, plain_sec, plain_batches = (
+        sec, adm, tok, steps, batches, adm2, adm_sec, plain_sec, plain_batches, plain_adm = (
             merged[i * n:(i + 1) * n] for i in range(rows))
         extra, launched = merged[rows * n:rows * n + m], merged[rows * n + m:rows * n + 2 * m]
         for i in range(m):
@@ -227,13 +242,15 @@ class PrefillLoad:
                 fit = self.fit_sums[b]
                 fresh = (batches[b], adm[b], adm2[b], sec[b], adm_sec[b])
                 fit[:] = [self.DECAY * old + new for old, new in zip(fit, fresh)]
-                by_kind = ((plain_sec[b], plain_batches[b]),
-                           (sec[b] - plain_sec[b], batches[b] - plain_batches[b]))
-                for j, (seconds, count) in enumerate(by_kind):
+                by_kind = ((plain_sec[b], plain_batches[b], plain_adm[b]),
+                           (sec[b] - plain_sec[b], batches[b] - plain_batches[b],
+                            adm[b] - plain_adm[b]))
+                for j, (seconds, count, admitted) in enumerate(by_kind):
                     if count > 1e-9:  # a kind's mean moves only with its own batches
-                        kind = self.kinds[b]
+                        kind, kind_adm = self.kinds[b], self.kind_admitted[b]
                         kind[2 * j] = self.DECAY * kind[2 * j] + seconds
                         kind[2 * j + 1] = self.DECAY * kind[2 * j + 1] + count
+                        kind_adm[j] = self.DECAY * kind_adm[j] + admitted
             s = steps[b]
             if s <= 0:
                 continue
@@ -252,22 +269,38 @@ class PrefillLoad:
         shrunk toward 1 by RATIO_PRIOR batches; 1 while no bucket has run both. At merges only
         (the kinds change nowhere else): a decision reads it for free."""
         log_sum = weight = 0.0
-        for s_plain, c_plain, s_spec, c_spec in self.kinds:
+        for b, (s_plain, c_plain, s_spec, c_spec) in enumerate(self.kinds):
             if min(s_plain, c_plain, s_spec, c_spec) > 0.0:
                 w = min(c_plain, c_spec)
-                log_sum += w * math.log((s_plain / c_plain) / (s_spec / c_spec))
+                log_sum += w * math.log(self.kind_mean(b, True) / self.kind_mean(b, False))
                 weight += w
         self.kind_ratio = math.exp(log_sum / (weight + self.RATIO_PRIOR))
 
+    def kind_mean(self, bucket: int, plain: bool) -> Optional[float]:
+        """A kind's own seconds a batch here (None: none seen), moved to the bucket's mean new
+        requests a batch along the batch fit's per-request slope (the module doc's "A kind's
+        batch size"), no lower than KIND_MEAN_FLOOR of its own mean."""
+        seconds, count = self.kinds[bucket][0:2] if plain else self.kinds[bucket][2:4]
+        if count <= 0.0:
+            return None
+        mean = seconds / count
+        _, slope, _ = self.batch_fit(bucket)
+        batches, admitted = self.fit_sums[bucket][0:2]
+        if not slope or slope <= 0.0 or batches <= 0.0:
+            return mean
+        kind_admitted = self.kind_admitted[bucket][0 if plain else 1] / count
+        moved = mean - slope * (kind_admitted - admitted / batches)
+        return max(moved, self.KIND_MEAN_FLOOR * mean)
+
     def kind_cost(self, bucket: int, plain: bool) -> Optional[float]:
         """Seconds a prefill batch of this kind (plain, else spec) costs at this bucket: its own
-        mean shrunk towards `kind_prior` by KIND_PRIOR pseudo-batches; None before any
-        prefill time here (per_step then adds none)."""
+        mean (`kind_mean`) shrunk towards `kind_prior` by KIND_PRIOR pseudo-batches; None
+        before any prefill time here (per_step then adds none)."""
         if self.batches[bucket] <= 0.0 or self.seconds[bucket] <= 0.0:
             return None
-        seconds, count = self.kinds[bucket][0:2] if plain else self.kinds[bucket][2:4]
-        return (seconds + self.KIND_PRIOR * self.kind_prior(bucket, plain)) / (
-            count + self.KIND_PRIOR)
+        count = self.kinds[bucket][1 if plain else 3]
+        own = count * self.kind_mean(bucket, plain) if count > 0.0 else 0.0
+        return (own + self.KIND_PRIOR * self.kind_prior(bucket, plain)) / (count + self.KIND_PRIOR)
 
     def kind_prior(self, bucket: int, plain: bool) -> float:
         """What a kind's cost a batch leans to here: the mean of all batches here split
@@ -360,6 +393,17 @@ class PrefillLoad:
                 row += [round(1000 * seconds / count, 3) if count > 0 else None, round(count, 1)]
             if row[1] > 0 or row[3] > 0:
                 out[str(2 ** b)] = row
+        return out
+
+    def snapshot_kind_admitted(self) -> dict:
+        """{batch bucket: [plain batches' new requests a batch, spec ones' (None: none seen)]}:
+        what `kind_mean` moves each kind's mean from (session 48)."""
+        out = {}
+        for b in range(self.buckets):
+            counts = (self.kinds[b][1], self.kinds[b][3])
+            if max(counts) > 0:
+                out[str(2 ** b)] = [round(a / c, 3) if c > 0 else None
+                                    for a, c in zip(self.kind_admitted[b], counts)]
         return out
 
     def snapshot(self) -> dict:

@@ -138,3 +138,23 @@ def test_cells_price_a_bucket_whose_plain_prefills_are_left_out():
     # the whole mean split at 0.8633, against (10 x 10.433 + 8 x mean share) / 18 kept
     assert float(left[0][3]) < 0.8 * float(kept[0][3])
     assert float(left[0][6]) > float(kept[0][6])  # plain's goodput rises
+
+
+def test_each_kind_is_moved_to_the_buckets_batch_where_the_status_reports_its_batches():
+    """Session 48: a kind's mean moves to the bucket's batch size along the fit's slope. The
+    status of the unit test's bucket (test_prefill_load.py, "larger batches"): plain 10.8 ms
+    over 6 batches of 7 new requests, spec 8 ms over 30 of 2, a slope of 0.758621 ms a request
+    and 2.833333 new requests a batch (1.02 admitted over 0.36 batches a step)."""
+    model = {"prefill_ms_admitted_tokens_per_step": {"64": [3.048, 1.02, 1.0]},
+             "prefill_launch_ms": {"64": {"batches_per_step": 0.36}},
+             "prefill_batch_fit_ms": {"64": [6.317, 0.758621, 36.0]},
+             "prefill_kind_ms": {"64": [10.8, 6.0, 8.0, 30.0]},
+             "prefill_kind_admitted": {"64": [7.0, 2.0]}}
+    load = model_check.prefill_term(model)
+    # as the unit test works out: plain 7.904474 ms a batch, spec 8.612629
+    assert load.kind_cost(6, True) == pytest.approx(0.007904474, rel=1e-5)
+    assert load.kind_cost(6, False) == pytest.approx(0.008612629, rel=1e-5)
+    del model["prefill_kind_admitted"]  # a status from before: each kind as measured
+    before = model_check.prefill_term(model)
+    assert before.kind_cost(6, True) == pytest.approx(0.010008, rel=1e-3)  # 10.01 ms
+    assert before.kind_cost(6, True) > before.kind_cost(6, False)

@@ -239,6 +239,8 @@ def test_ranks_merge_the_kinds_to_the_same_values():
     for load in ranks:
         load.sync(lambda v: mean)
     assert ranks[0].kinds == ranks[1].kinds
+    assert ranks[0].kind_admitted == ranks[1].kind_admitted  # each kind's new requests: 8 each
+    assert ranks[0].kind_admitted[7] == [8.0, 8.0]
     # plain 5.5 ms (the ranks' mean), spec 10, the ratio 0.55^(8/16) = 0.741620, the mean of all
     # 7.75 ms split at it in equal shares: plain 0.741620 x 7.75 / 0.870810 = 6.600240 ms;
     # (8 x 5.5 + 8 x 6.600240) / 16
@@ -285,3 +287,37 @@ def test_a_kind_unseen_at_a_bucket_is_priced_at_the_ratio_seen_at_others():
     fed(lone, 6, 401, 1.0, [(0.010, 1, False)] * 40)
     lone.sync(lambda v: v)
     assert lone.kind_ratio == 1.0 and lone.kind_cost(6, True) == pytest.approx(0.010)
+
+
+def test_a_kind_seen_in_larger_batches_is_priced_at_the_buckets_batch_size():
+    """Session 48 (H100, 64 requests): plain's only prefills at 64 were the warm-up pass's, of
+    6-10 new requests a batch (several under the wave's bar), 10.2 ms a batch against spec's 8.9
+    from steady ones of 1-3; plain was priced dearer and goodput drafted where plain made 1.08x
+    of EAGLE-3. A kind's mean is now moved to the bucket's batch size along the fit's slope."""
+    load = PrefillLoad(13)
+    # spec batches of 1, 2 and 3 new requests (10 each) at 6, 8 and 10 ms; plain only in 6
+    # batches of 7 at 10.8 ms (its true cost at 2 would be ~5)
+    fed(load, 6, 401, 1.0, [(0.006, 1), (0.008, 2), (0.010, 3)] * 10 + [(0.0108, 7, True)] * 6)
+    load.sync(lambda v: v)
+    # the fit over the 36 batches: sum n = 102, sum n^2 = 434, sum s = 304.8 ms, sum n s =
+    # 973.6: slope (36 x 973.6 - 102 x 304.8) / (36 x 434 - 102^2) = 3960 / 5220 = 0.758621 ms
+    # a request; the bucket's mean batch 102 / 36 = 2.833333 new requests
+    assert load.batch_fit(6)[1] == pytest.approx(0.000758621, rel=1e-5)
+    # plain: 10.8 - 0.758621 x (7 - 2.833333) = 7.639080 ms; spec: 8 - 0.758621 x (2 -
+    # 2.833333) = 8.632184 ms
+    assert load.kind_mean(6, True) == pytest.approx(0.007639080, rel=1e-6)
+    assert load.kind_mean(6, False) == pytest.approx(0.008632184, rel=1e-6)
+    # the ratio (7.639080 / 8.632184)^(6 / 14) = 0.948968; the mean of all 304.8 / 36 = 8.466667
+    # ms split in the shares 6 / 36 and 30 / 36: spec 8.539302, plain 8.103515 ms; plain
+    # (6 x 7.639080 + 8 x 8.103515) / 14 = 7.904474 ms, spec (30 x 8.632184 + 8 x 8.539302) /
+    # 38 = 8.612629 ms. As measured (10.8 against 8) plain came out at 10.01 ms against 8.06.
+    assert load.kind_ratio == pytest.approx(0.948968, rel=1e-5)
+    assert load.kind_cost(6, True) == pytest.approx(0.007904474, rel=1e-5)
+    assert load.kind_cost(6, False) == pytest.approx(0.008612629, rel=1e-5)
+    assert load.snapshot_kinds() == {"64": [10.8, 6.0, 8.0, 30.0]}  # the status: as measured
+    assert load.snapshot_kind_admitted() == {"64": [7.0, 2.0]}  # and each kind's batch
+    # no further than half its own mean: 30 ms batches of 20 new requests among steady ones
+    far = PrefillLoad(13)
+    fed(far, 6, 401, 1.0, [(0.006, 1), (0.008, 2), (0.010, 3)] * 10 + [(0.030, 20, True)] * 6)
+    far.sync(lambda v: v)
+    assert far.kind_mean(6, True) == pytest.approx(0.015)

@@ -68,6 +68,8 @@ def test_a_goodput_status_shows_each_prefill_kinds_cost_a_batch():
     # 5 / 10 over the fewer kind's 2 batches, shrunk by 8 at 1: 0.5^(2/10) = 0.8706
     assert ("plain over with the draft's, pooled (an unseen kind's price): 0.8706; prefills left "
             "out as waves of arrivals: 0") in page
+    # each kind's new requests a batch, which its mean is moved from (session 48)
+    assert ctl.status()["cost_model"]["prefill_kind_admitted"] == {"16": [1.0, 1.0]}
 
 
 def test_a_threshold_status_has_no_cost_model_and_still_renders():
