@@ -317,6 +317,8 @@ def test_a_kind_seen_in_larger_batches_is_priced_at_the_buckets_batch_size():
     assert load.snapshot_kinds() == {"64": [10.8, 6.0, 8.0, 30.0]}  # the status: as measured
     assert load.snapshot_kind_admitted() == {"64": [7.0, 2.0]}  # and each kind's batch
     # no further than half its own mean: 30 ms batches of 20 new requests among steady ones
+    # (slope (36 x 4120 - 180 x 420) / (36 x 2540 - 180^2) = 1.2317 ms, mean batch 5: moved to
+    # 30 - 1.2317 x 15 = 11.52 ms, under half of 30)
     far = PrefillLoad(13)
     fed(far, 6, 401, 1.0, [(0.006, 1), (0.008, 2), (0.010, 3)] * 10 + [(0.030, 20, True)] * 6)
     far.sync(lambda v: v)
