@@ -49,6 +49,12 @@ the same scenarios, for the before/after pairs. Scenarios:
 - level-starts (session 44): the sweep's levels at 60 running after a drain where it drafted,
   plain leading k = 3 by 6% or 3%, 800- and 2,800-decision levels: the drafting decisions at 60
   per level and the levels' rate against plain.
+- surge-64 (session 48): session 46's costs at 64 requests, prefills at 7 ms + 2 ms a new
+  request (plain half), 7-request plain prefills in the first 40 steps, then 3,000 closed-loop
+  decisions: plain decisions in the last 1,000, per seed (`--root` of an older checkout: the
+  pricing before session 48).
+- moe16-stalled with 30-40 stalled samples (session 48): the same as above, more of k = 3's
+  first samples dear (16 requests' run 2 on the H100: 31 samples, the dear ones beside launches).
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -81,7 +87,7 @@ def main() -> int:
     print("policy from", Path(adaptive_spec.__file__).parent)
     e = [1.0, 1.7, 2.19, 2.533]  # 1 + p + p^2 + ..., p = 0.7
     best = e[3] / (MOE16_MS[3] / 1000)
-    for factor, n in ((1.0, 0), (1.3, 8), (1.4, 14), (2.0, 8)):
+    for factor, n in ((1.0, 0), (1.3, 8), (1.4, 14), (2.0, 8), (1.3, 30), (1.2, 30), (1.3, 40)):
         ctl = make_ctl()
         if n:
             StallingFirstSamples(ctl.policy, k=3, n=n, factor=factor)
@@ -113,6 +119,7 @@ def main() -> int:
         pol, acc = mq_r0_policy(right)
         d = pol.decide(LoadSnapshot(running=4), acc)
         print(f"moe4-r0-table position 1 right {right}/100: k = {d.steps} ({d.reason})")
+    surge_64()
     k7_h200(simulate)
     bucket_edge()
     closed_loop()
@@ -156,6 +163,15 @@ def descend() -> None:
             print(f"descend 128->60 k3/plain={gain} seed={seed}: k=3 on {at60.count(3)} of "
                   f"{len(at60)} decisions at 60, drafting from decision {began}, {switches} "
                   f"switches on")
+
+
+def surge_64() -> None:
+    """Session 48: plain's prefills priced from a surge's larger batches (the 64-request run 2)."""
+    from tests.unit.test_goodput_policy import make_ctl, surge_then_closed_loop
+    for seed in range(3):
+        tail = surge_then_closed_loop(make_ctl(), seed=46 + seed)
+        print(f"surge-64 seed={seed}: plain on {tail.count(0)} of the last {len(tail)} decisions, "
+              f"{dict(Counter(tail))}")
 
 
 def k7_h200(simulate) -> None:

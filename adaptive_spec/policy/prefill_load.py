@@ -88,9 +88,9 @@ where steady turnover ran prefills of 1-4 (~5 ms); counted, they were the only p
 64 and priced plain's above drafting's (10.4 against 8.3 ms a batch) for the rest of the run.
 
 A kind's batch size. Below the wave's bar a surge still comes in larger batches than steady
-turnover, and a kind seen mostly in one is priced dear for its batch size, not its kind. Session
-48 (H100, 64 requests, second run): the warm-up pass's plain prefills at 64 admitted 6-10 new
-requests a batch at 50-69 running (several under the bar), set plain at 10.2 ms a batch against
+turnover, and a kind seen mostly in one is priced dear for its batch size, not its kind. Session 48
+(H100, 64 requests, second run): the warm-up pass's prefills at 50-69 running admitted 1-10 new
+requests a batch (two of 6 under the bar of 8); its plain ones set plain at 10.2 ms a batch against
 spec's 8.9 from steady ones of 1-3, and goodput drafted the level where plain made 1.08x of
 EAGLE-3. So each kind also keeps the new requests its batches admitted, and its mean is moved to
 the bucket's mean batch along the batch fit's per-request slope (`kind_mean`: own mean - slope x

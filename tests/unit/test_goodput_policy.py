@@ -940,36 +940,38 @@ def test_a_wave_of_dear_plain_prefills_does_not_price_plain_for_the_level_after(
     assert tail.count(0) >= 0.97 * len(tail), {k: tail.count(k) for k in set(tail)}
 
 
-def test_a_surge_of_larger_plain_prefills_does_not_price_plain_for_the_level_after():
-    """Session 48 (H100, 64 requests, run 2): the warm-up pass's plain prefills at 64 admitted
-    6-10 new requests a batch, several under the wave's bar (8 at 64), and priced plain's
-    prefills above spec's steady ones (10.2 against 8.9 ms a batch); goodput drafted the level
-    where plain made 1.08x of EAGLE-3. A prefill costs 7 ms + 2 ms a new request here (plain
-    half that): the surge's 7-request plain batches cost 10.5 ms, spec's steady ones of 1-2
-    ~9.5. Priced at the bucket's batch size, plain holds as in session 46's test above."""
+def surge_then_closed_loop(ctl, seed=46):
+    """Session 46's costs at 64 requests, a prefill at 7 ms + 2 ms a new request (plain half
+    that): a 7-request plain prefill every 4th step of the first 40, then 3,000 closed-loop
+    decisions; the last 1,000 step counts chosen (also `scripts/policy_sim.py`'s surge-64)."""
     bs, p, costs = 64, 0.7, H100_S46_64
     spec_s = lambda n: 0.007 + 0.002 * n  # noqa: E731
     plain_s = lambda n: 0.5 * spec_s(n)  # noqa: E731
     calls = iter(range(10 ** 6))
 
-    def surge(correct):  # a 7-request plain prefill every 4th step of the first 40
+    def surge(correct):
         i = next(calls)
         if i < 40 and i % 4 == 3:
             ctl.policy.observe_prefill(bs, plain_s(7), 7, plain=True)
 
-    def tail_of(ctl_):
-        simulate(ctl_, bs, p, 60, random.Random(48), cost=lambda _, k: costs[k], after_step=surge)
-        return simulate_closed_loop(ctl_, costs, bs, p, 3000, random.Random(46), spec_s,
-                                    plain_s)[-1000:]
+    simulate(ctl, bs, p, 60, random.Random(48), cost=lambda _, k: costs[k], after_step=surge)
+    return simulate_closed_loop(ctl, costs, bs, p, 3000, random.Random(seed), spec_s,
+                                plain_s)[-1000:]
 
-    ctl = make_ctl()
-    tail = tail_of(ctl)
+
+def test_a_surge_of_larger_plain_prefills_does_not_price_plain_for_the_level_after():
+    """Session 48 (H100, 64 requests, run 2): the warm-up pass's prefills at 64 admitted 1-10
+    new requests a batch (two of 6 under the wave's bar of 8), and its plain ones priced plain's
+    prefills above spec's steady ones (10.2 against 8.9 ms a batch); goodput drafted the level
+    where plain made 1.08x of EAGLE-3. Here the surge's 7-request plain batches cost 10.5 ms,
+    spec's steady ones of 1-2 ~9.5 (`surge_then_closed_loop`). Priced at the bucket's batch
+    size, plain holds as in session 46's test above."""
+    tail = surge_then_closed_loop(make_ctl())
     assert tail.count(0) >= 0.97 * len(tail), {k: tail.count(k) for k in set(tail)}
     # the failure guarded against: each kind at its mean as measured (no slope to move it by)
-    calls = iter(range(10 ** 6))
     ctl = make_ctl()
     ctl.policy.prefill.batch_fit = lambda bucket: (0.0, None, 0.0)
-    tail = tail_of(ctl)
+    tail = surge_then_closed_loop(ctl)
     assert tail.count(0) <= 0.5 * len(tail), {k: tail.count(k) for k in set(tail)}
 
 

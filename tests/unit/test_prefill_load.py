@@ -291,7 +291,7 @@ def test_a_kind_unseen_at_a_bucket_is_priced_at_the_ratio_seen_at_others():
 
 def test_a_kind_seen_in_larger_batches_is_priced_at_the_buckets_batch_size():
     """Session 48 (H100, 64 requests): plain's only prefills at 64 were the warm-up pass's, of
-    6-10 new requests a batch (several under the wave's bar), 10.2 ms a batch against spec's 8.9
+    1-10 new requests a batch (two of 6 under the wave's bar), 10.2 ms a batch against spec's 8.9
     from steady ones of 1-3; plain was priced dearer and goodput drafted where plain made 1.08x
     of EAGLE-3. A kind's mean is now moved to the bucket's batch size along the fit's slope."""
     load = PrefillLoad(13)
