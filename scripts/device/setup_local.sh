@@ -9,6 +9,10 @@
 # the ~12.6 MB of tracked files the recipe's bundle passes the limit on what a call may carry.
 # Session 47 drops SGLang's diffusion runtime too (sglang/multimodal_gen, 1.3 MB packed): only
 # its `sglang generate` CLI and diffusion kernels import it, never the server under sglang/srt.
+# Session 49 drops DeepGEMM's CUTLASS/CuTe headers (include/cute, include/cutlass: read only when
+# it JIT-compiles an FP8 kernel; our pairs are bf16; its import hashes include/deep_gemm, kept)
+# and third-party test folders (flashinfer's cutlass/cccl, jsonschema, dill, referencing):
+# 1.1 MB packed, the room the results of a session need.
 # ADAPTIVE_SPEC_SHARED_DEVICE: another recipe folder; ADAPTIVE_SPEC_NO_BUILD=1: the copy and the
 # edits only.
 set -euo pipefail
@@ -39,8 +43,13 @@ grep -q 'xz -T0 -6 >' "$MB" && grep -q '^rm -f "$OUTDIR/sglang-site.tar.xz"' "$M
   || fail "$SHARED/make_bundle.sh changed: its xz line or its 'rm -f' before packing is not the one this script edits"
 sed -i -e 's/xz -T0 -6 >/xz -T2 -9e >/' \
   -e 's|^rm -f "$OUTDIR/sglang-site.tar.xz"|rm -rf "$STAGE/site/jedi/third_party"  # session 44\n'\
-'rm -rf "$STAGE/site/sglang/multimodal_gen"  # session 47\n&|' "$MB"
-echo "recipe copied to .device/ and edited (xz -T2 -9e, no jedi stubs, no diffusion runtime)"
+'rm -rf "$STAGE/site/sglang/multimodal_gen"  # session 47\n'\
+'(cd "$STAGE/site" \&\& rm -rf deep_gemm/include/cute deep_gemm/include/cutlass \\\n'\
+'  flashinfer/data/cutlass/test flashinfer/data/cccl/libcudacxx/test \\\n'\
+'  flashinfer/data/cccl/python/cuda_cccl/tests jsonschema/tests dill/tests referencing/tests)'\
+'  # session 49\n&|' "$MB"
+echo "recipe copied to .device/ and edited (xz -T2 -9e, no jedi stubs, no diffusion runtime,"\
+  "no DeepGEMM JIT headers, no third-party tests)"
 [ "${ADAPTIVE_SPEC_NO_BUILD:-0}" = 1 ] && exit 0
 (cd "$REPO" && REPO="$REPO" bash "$MB")
 check_size
