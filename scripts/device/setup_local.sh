@@ -44,10 +44,10 @@ grep -q 'xz -T0 -6 >' "$MB" && grep -q '^rm -f "$OUTDIR/sglang-site.tar.xz"' "$M
 sed -i -e 's/xz -T0 -6 >/xz -T2 -9e >/' \
   -e 's|^rm -f "$OUTDIR/sglang-site.tar.xz"|rm -rf "$STAGE/site/jedi/third_party"  # session 44\n'\
 'rm -rf "$STAGE/site/sglang/multimodal_gen"  # session 47\n'\
-'(cd "$STAGE/site" \&\& rm -rf deep_gemm/include/cute deep_gemm/include/cutlass \\\n'\
-'  flashinfer/data/cutlass/test flashinfer/data/cccl/libcudacxx/test \\\n'\
-'  flashinfer/data/cccl/python/cuda_cccl/tests jsonschema/tests dill/tests referencing/tests)'\
-'  # session 49\n&|' "$MB"
+'for d in deep_gemm/include/cute deep_gemm/include/cutlass flashinfer/data/cutlass/test \\\n'\
+'  flashinfer/data/cccl/libcudacxx/test flashinfer/data/cccl/python/cuda_cccl/tests \\\n'\
+'  jsonschema/tests dill/tests referencing/tests; do rm -rf "$STAGE/site/$d"; done  # session 49\n&|' \
+  "$MB"
 echo "recipe copied to .device/ and edited (xz -T2 -9e, no jedi stubs, no diffusion runtime,"\
   "no DeepGEMM JIT headers, no third-party tests)"
 [ "${ADAPTIVE_SPEC_NO_BUILD:-0}" = 1 ] && exit 0

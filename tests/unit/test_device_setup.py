@@ -51,6 +51,9 @@ def test_the_recipe_is_copied_edited_built_and_its_travel_checked(tmp_path):
     assert edited.index('rm -rf "$STAGE/site/jedi/third_party"') < edited.index('rm -f "$OUTDIR')
     # session 47: SGLang's diffusion runtime (never imported by the server) dropped before packing
     assert edited.index('rm -rf "$STAGE/site/sglang/multimodal_gen"') < edited.index('rm -f "$OUTDIR')
+    # session 49: DeepGEMM's JIT headers and third-party test folders, before packing too
+    drop = edited.index("for d in deep_gemm/include/cute deep_gemm/include/cutlass")
+    assert drop < edited.index('rm -f "$OUTDIR') and 'rm -rf "$STAGE/site/$d"' in edited
     assert (repo / ".bundle" / "sglang-site.tar.xz").stat().st_size == 50 * 2 ** 20  # built there
     assert "B of 67108864" in r.stdout.splitlines()[-1]
     assert run(repo, shared, 0, "--check").returncode == 0
