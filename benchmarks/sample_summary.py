@@ -58,6 +58,14 @@ drain). Session 44 (H100, 64 requests; session 45's reading of its log): at 60-6
 goodput's k = 3 rows delivered 6,948 batch tokens a second and its plain rows 6,762, where
 EAGLE-3's clients measured 6,682 and the plain server's 7,102 (two passes' means); a server
 that runs one k (forced on, forced off) tells whether the samples miss time or tokens.
+
+  python -m adaptive_spec.bench.sample_summary --replay-table --bucket 16 server-*.log
+
+`--bucket`'s rows through the goodput policy's step-time table, a sync every 32, with every
+sample taken as an ordinary one (before session 49) and with those beside a prefill's launch
+entering a cell at the bucket's launched share: each k's mean after every second sync. Session
+49 (H100, 16 requests, run 2): k = 3's cell read 13.37 ms after an arrival burst of launches
+against 10.1-10.5 for k = 2, 9.87 at the bucket's share (`2026-12-06-s49-readings.txt`).
 """
 from __future__ import annotations
 
@@ -71,7 +79,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, List
 
-from adaptive_spec.policy.step_table import bucket_label, bucket_of
+from adaptive_spec.policy.step_table import StepTimeTable, bucket_label, bucket_of
 from adaptive_spec.sample_log import (AFTER_PREFILL, DROPPED, GREW, PLAIN_PREFILL, SWITCHED,
                                       UNSTEADY)
 
@@ -291,6 +299,43 @@ def coverage(rows: List[list]) -> str:
     return _aligned(out)
 
 
+REPLAY_SYNC_ROWS = 32  # the policy syncs every 32 decisions (GoodputPolicy.sync_interval)
+
+
+def replay_table(rows: List[list], bucket: int) -> str:
+    """The rows of `--bucket` through the goodput policy's step-time table, a sync every
+    REPLAY_SYNC_ROWS of them, twice: every sample as an ordinary one (before session 49) and
+    those beside a prefill's launch as such (entering a cell at the bucket's launched share,
+    policy/step_table.py). Beside a launch: a row flagged dropped whose next row is flagged
+    after-prefill (the launch table's pairs); other dropped rows (catch-ups, re-entries)
+    never reached the table and are left out. Each k's
+    mean, ms / samples, after every second sync. A reading of the logs, not the policy: its
+    decisions, probes and merges across buckets are not replayed."""
+    picked = []
+    for i, (bs, k, ms, flags, *_) in enumerate(rows):
+        if 2 ** bucket_of(bs) != bucket:
+            continue
+        launched = (bool(flags & DROPPED) and i + 1 < len(rows)
+                    and bool(rows[i + 1][3] & AFTER_PREFILL))
+        if launched or not flags & DROPPED:
+            picked.append((bs, k, ms / 1000.0, launched))
+    if not picked:
+        return "(none in this bucket)"
+    steps, b = max(k for _, k, _, _ in picked), bucket_of(picked[0][0])
+    tables = {"before": StepTimeTable(steps), "launch share": StepTimeTable(steps)}
+    out = [["rows", "table"] + [f"k={k}" for k in range(steps + 1)]]
+    for n, (bs, k, seconds, launched) in enumerate(picked, start=1):
+        for name, t in tables.items():
+            t.record(bs, k, seconds, launched and name == "launch share")
+            if n % REPLAY_SYNC_ROWS == 0 or n == len(picked):
+                t.merge(t.local_vector())
+                if n % (2 * REPLAY_SYNC_ROWS) == 0 or n == len(picked):
+                    out.append([str(n), name] + [
+                        f"{1000 * t.mean[t._i(b, j)]:.2f}/{t.count[t._i(b, j)]:.0f}"
+                        if t.count[t._i(b, j)] else "-" for j in range(steps + 1)])
+    return _aligned(out)
+
+
 # The views instead of one bucket's table, the first one asked for printed: flag, help, the title
 # after the log's name (None: the view is one line, printed after the name), what prints it from
 # the rows and --bucket
@@ -306,6 +351,9 @@ VIEWS = (
      "decode samples beside a prefill's launch, ms", lambda rows, bucket: launch_table(rows)),
     ("arrivals", "each stay of the batch in --bucket entered from below: how long it drafted "
      "on arrival", "stays entered from below and the drafting on arrival", arrivals),
+    ("replay-table", "--bucket's rows through the step-time table, launched samples at the "
+     "bucket's share or not", "--bucket's rows through the step-time table, ms / samples",
+     replay_table),
     ("coverage", "per bucket and k, every row: seconds and the batch's tokens a second",
      "the server's throughput as its samples account for it",
      lambda rows, bucket: coverage(rows)),

@@ -55,6 +55,12 @@ the same scenarios, for the before/after pairs. Scenarios:
   pricing before session 48).
 - moe16-stalled with 30-40 stalled samples (session 48): the same as above, more of k = 3's
   first samples dear (16 requests' run 2 on the H100: 31 samples, the dear ones beside launches).
+- launch-burst-16 (session 49): 16 running on session 49's H100 costs (k = 0..3 6.5 / 9.4 /
+  10.3 / 10.7 ms, dial 0.7: k = 3 11% ahead of k = 2), a prefill's launch (+12 ms) beside every
+  6th result and beside 7 of k = 3's first results in a row (an arrival burst: its results 0-6,
+  8-14, 16-22 or 24-30), 6,000 decisions: the decision
+  from which 95 of 100 choices are k = 3, the choices at 200-1,000 and the run's goodput against
+  k = 3's, per seed (`--root` of an older checkout: every launched sample entering its cell).
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -120,6 +126,7 @@ def main() -> int:
         d = pol.decide(LoadSnapshot(running=4), acc)
         print(f"moe4-r0-table position 1 right {right}/100: k = {d.steps} ({d.reason})")
     surge_64()
+    launch_burst_16()
     k7_h200(simulate)
     bucket_edge()
     closed_loop()
@@ -172,6 +179,21 @@ def surge_64() -> None:
         tail = surge_then_closed_loop(make_ctl(), seed=46 + seed)
         print(f"surge-64 seed={seed}: plain on {tail.count(0)} of the last {len(tail)} decisions, "
               f"{dict(Counter(tail))}")
+
+
+def launch_burst_16() -> None:
+    """Session 49: an arrival burst of launches in k = 3's first samples at 16 requests."""
+    from tests.unit.test_goodput_policy import S49_16_MS, simulate_launch_burst
+    e = [1.0, 1.7, 2.19, 2.533]  # 1 + p + p^2 + ..., p = 0.7
+    for seed, first in enumerate((0, 8, 16, 24)):
+        chosen = simulate_launch_burst(seed, 6000, burst=(first, first + 7))
+        settled = next((i for i in range(len(chosen) - 100) if chosen[i:i + 100].count(3) >= 95),
+                       None)
+        rate = sum(e[k] for k in chosen) / sum(S49_16_MS[k] for k in chosen)
+        print(f"launch-burst-16 seed={seed} burst at k=3's results {first}-{first + 6}: k=3 from "
+              f"decision {settled}, decisions 200-1000 "
+              f"{dict(Counter(chosen[200:1000]))}, all 6000 at {rate / (e[3] / S49_16_MS[3]):.4f} "
+              f"of k=3 (launches left out)")
 
 
 def k7_h200(simulate) -> None:

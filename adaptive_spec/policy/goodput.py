@@ -273,15 +273,18 @@ class GoodputPolicy:
         prefill's launch"), and the table gets the step less the extra measured here so far.
         Where every decode step has a launch beside it (a prefill each step, as at 128-256
         requests) the two cannot be told apart: the table then learns steps with their launches
-        and the term ~0 beside them, the same total, and never starves (session 5)."""
+        and the term ~0 beside them, the same total, and never starves (session 5). Unpriced
+        (`price_launches` off, the default) the whole step enters the table as one beside a
+        launch: a cell takes such samples at its bucket's launched share (step_table.py,
+        session 49: an arrival burst of them had kept k = 3 unchosen at 16 requests)."""
         if not 0 <= k <= self.max_steps or seconds <= 0:
             return
         bucket = bucket_of(batch_size)
         settled = self.table.settled_row(bucket)[0][k]
         if settled is not None:
             self.prefill.on_launch(bucket, k, seconds - settled)
-        if not self.price_launches:  # an ordinary sample, as before session 37
-            self.observe_step_time(batch_size, k, seconds)
+        if not self.price_launches:  # in the table, at the bucket's launched share
+            self.table.record(batch_size, k, seconds, launched=True)
             return
         self.observe_step_time(batch_size, k, seconds - self.prefill.measured_launch(bucket, k))
 
@@ -832,6 +835,9 @@ class GoodputPolicy:
         # could not be read from it)
         return {"step_ms": self.table.snapshot(), "step_samples": self.table.snapshot(samples=True),
                 "step_context_tokens": self.table.snapshot(contexts=True),
+                # per bucket, the share of its samples beside a prefill's launch: a cell's own
+                # launched samples enter up to that share (step_table.py, session 49)
+                "step_launch_share": self.table.snapshot_launch_share(),
                 "prefill_ms_admitted_tokens_per_step": self.prefill.snapshot(),
                 # a prefill batch's fixed and per-new-request cost (its slope moves each kind's
                 # mean to the bucket's batch size, prefill_load.py)

@@ -42,6 +42,19 @@ class StepTimeTable:
     # ... and how recently it must have had them (syncs; 256 = 8,192 decisions, 1-3 minutes of
     # a busy server): a cell measured at shorter contexts long ago is no bound on today's
     CAP_FRESH_SYNCS = 256
+    # A decode result processed after a prefill's launch holds the launch's host work (GPU,
+    # session 49, H100, dense pair at 9-16 running: ~22 ms against ~10.5). Such samples enter
+    # a cell no more often than the bucket's own share of them (`launch_share`): a cell
+    # sampled in an arrival burst, every step beside a launch, is otherwise priced as if every
+    # step had one. Sessions 48 and 49 (run 2 of each): k = 3's second sync at 16 running held
+    # 7 launched samples in a row among its 23 (10-12% of the bucket's samples are launched);
+    # the cell read 13.1-13.4 ms against 10.1-10.8 for k = 2, which then ran 479 of 498
+    # decisions and 283 of 577 results where EAGLE-3 made 1.09-1.12x of it. At the share,
+    # the same rows read 9.7-9.9 ms on 22 samples (the burst's launches left out, the share
+    # then low), 10.8-11.0 later with their share (`sample_summary --replay-table`;
+    # `policy_sim.py`, launch-burst-16: k = 3 from decision 59-75 of 6,000, 1,210-2,043 before).
+    LAUNCH_SHARE_MIN = 32.0  # a bucket's samples before its launched share caps a cell
+    LAUNCH_SHARE_MEMORY = 512.0  # samples of history the share weighs at most
 
     def __init__(self, max_steps: int, decay: float = 0.9):
         self.max_steps = max_steps
@@ -58,6 +71,14 @@ class StepTimeTable:
         self._local = [deque(maxlen=self.LOCAL_CAP) for _ in range(n)]
         # ... and those over the plausible bound, held aside (see `record`)
         self._implausible = [deque(maxlen=self.LOCAL_CAP) for _ in range(n)]
+        # ... and those beside a prefill's launch, held aside (`_launched_kept`)
+        self._launched = [deque(maxlen=self.LOCAL_CAP) for _ in range(n)]
+        # per bucket, merged: the share of its samples taken beside a launch, and the samples
+        # behind it; local: (launched, all) samples since the last sync
+        buckets = MAX_BUCKET_EXP + 1
+        self.launch_share = [0.0] * buckets
+        self.launch_weight = [0.0] * buckets
+        self._bucket_local = [[0.0] * buckets, [0.0] * buckets]
         self._active: set[int] = set()  # cells with local samples (a sync touches only these)
         self._caps: list = []  # per cell, the bound `caps` computes; rebuilt once per sync
         self._caps_at = None
@@ -65,7 +86,9 @@ class StepTimeTable:
     def _i(self, bucket: int, k: int) -> int:
         return bucket * (self.max_steps + 1) + k
 
-    def record(self, batch_size: int, k: int, seconds: float) -> None:
+    def record(self, batch_size: int, k: int, seconds: float, launched: bool = False) -> None:
+        """A decode step's wall time; `launched`: a prefill's launch landed in it (see
+        `LAUNCH_SHARE_MIN`)."""
         b = bucket_of(batch_size)
         i = self._i(b, k)
         if self.count[i] >= 3 and seconds > 10.0 * self.mean[i]:
@@ -83,7 +106,9 @@ class StepTimeTable:
             self._implausible[i].append(seconds)
             self._active.add(i)
             return
-        self._local[i].append(seconds)
+        self._bucket_local[0][b] += launched
+        self._bucket_local[1][b] += 1.0
+        (self._launched if launched else self._local)[i].append(seconds)
         self._active.add(i)
 
     def sync(self, reducer: Callable[[list], list]) -> None:
@@ -92,8 +117,8 @@ class StepTimeTable:
         self.merge(reducer(self.local_vector()))
 
     def local_vector(self) -> list:
-        """What this rank adds at a sync (each cell's trimmed sum, then its count); the local
-        samples are consumed."""
+        """What this rank adds at a sync (each cell's trimmed sum, then its count, then each
+        bucket's launched and all samples); the local samples are consumed."""
         n = len(self._local)
         weighted = [0.0] * n
         counts = [0.0] * n
@@ -102,7 +127,7 @@ class StepTimeTable:
             # samples over the plausible bound count when the sync holds enough samples of
             # the cell for the trim to judge them (a stall then lies far above the rest and is
             # cut); a lone one, as in a single step chosen between syncs, is still dropped
-            source = list(local)
+            source = list(local) + self._launched_kept(i)
             if slow and len(local) + len(slow) >= self.IMPLAUSIBLE_QUORUM:
                 source += slow
             if len(source) < self.IMPLAUSIBLE_QUORUM and self.count[i] >= self.CEILING_SAMPLES:
@@ -115,14 +140,35 @@ class StepTimeTable:
             weighted[i] = sum(kept)
             local.clear()
             slow.clear()
+            self._launched[i].clear()
         self._active.clear()
-        return weighted + counts
+        launched, seen = self._bucket_local
+        self._bucket_local = [[0.0] * len(seen), [0.0] * len(seen)]
+        return weighted + counts + launched + seen
+
+    def _launched_kept(self, i: int) -> list:
+        """The cell's local samples beside a launch that enter this sync: all of them until
+        the bucket has `LAUNCH_SHARE_MIN` samples, then the latest ones, as many as make them
+        the bucket's launched share s of what enters (rounded up: s / (1 - s) per other
+        sample), none where no other sample came (a probe wholly in an arrival burst tells
+        nothing of the step at the bucket's share; the cell stays unfilled and is probed
+        again). The share is merged, so rank-identical; what each rank keeps is merged as
+        every cell's samples are."""
+        launched = list(self._launched[i])
+        b = i // (self.max_steps + 1)
+        share = self.launch_share[b]
+        if not launched or self.launch_weight[b] < self.LAUNCH_SHARE_MIN or share >= 1.0:
+            return launched
+        allowed = math.ceil(share * len(self._local[i]) / (1.0 - share) - 1e-9)
+        return launched[len(launched) - allowed:] if allowed > 0 else []
 
     def merge(self, merged: list, context: float = 0.0) -> None:
         """Merge `local_vector`'s values as averaged over the ranks into the shared table;
         `context`: KV tokens per running request now (rank-identical), kept per cell merged."""
-        n = len(self._local)
-        sums, ns = merged[:n], merged[n:]
+        n, buckets = len(self._local), len(self.launch_share)
+        sums, ns = merged[:n], merged[n:2 * n]
+        if len(merged) >= 2 * n + 2 * buckets:  # each bucket's launched share (`local_vector`)
+            self._merge_launch_share(merged[2 * n:2 * n + buckets], merged[2 * n + buckets:])
         self.syncs += 1
         for i, c in enumerate(ns):
             if c <= 0:
@@ -140,6 +186,14 @@ class StepTimeTable:
             self.count[i] += ns[i]
             self.fresh_at[i] = self.syncs
             self.context_at[i] = context
+
+    def _merge_launch_share(self, launched: list, seen: list) -> None:
+        for b, (hit, all_) in enumerate(zip(launched, seen)):
+            if all_ <= 0:
+                continue
+            w_old = min(self.launch_weight[b], self.LAUNCH_SHARE_MEMORY)
+            self.launch_share[b] = (w_old * self.launch_share[b] + hit) / (w_old + all_)
+            self.launch_weight[b] = w_old + all_
 
     def measured_at_another_context(self, bucket: int, k: int, context: float) -> bool:
         """Whether the cell was last measured at a context (KV tokens per running request)
@@ -315,6 +369,12 @@ class StepTimeTable:
             if row:
                 out[str(2**b)] = row
         return out
+
+    def snapshot_launch_share(self) -> dict:
+        """{batch bucket: [launched share, samples behind it]} where any sample was merged."""
+        return {str(2 ** b): [round(share, 4), round(weight, 1)]
+                for b, (share, weight) in enumerate(zip(self.launch_share, self.launch_weight))
+                if weight > 0}
 
 
 def _trimmed(values: Iterable[float], factor: float = TRIM_FACTOR) -> list[float]:

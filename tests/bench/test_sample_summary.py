@@ -263,3 +263,27 @@ def test_coverage_keeps_the_batch_range_asked_for(tmp_path, capsys):
                  ["--arrivals", "--batch", "60-64"]):
         assert ss.main([str(log), *args]) == 2
         assert "--batch takes LO-HI" in capsys.readouterr().err
+
+
+def test_replay_table_takes_launched_rows_into_a_cell_at_the_buckets_share(tmp_path, capsys):
+    """Session 49: a level's rows through the step-time table, with launched samples as ordinary
+    ones (as before) and at the bucket's launched share; launched: a dropped row whose next row
+    is flagged after-prefill. Another dropped row (a re-entry's) never reached the table."""
+    drop, after = sample_log.DROPPED, sample_log.AFTER_PREFILL
+    rows = []
+    for i in range(32):  # k = 2: every 8th row beside a launch, 4 of 32: the share 0.125
+        launched = i % 8 == 0
+        flags = drop if launched else (after if i % 8 == 1 else 0)
+        rows.append([16, 2, 22.0 if launched else 10.0, flags])
+    rows += [[16, 3, 11.0, 0]] * 8  # k = 3: 8 rows, a burst of 7 launched ones, 17 rows
+    rows += [[16, 3, 22.0, drop | (after if j else 0)] for j in range(7)]
+    rows += [[16, 3, 11.0, after]] + [[16, 3, 11.0, 0]] * 16
+    rows += [[16, 3, 99.0, drop]]  # a re-entry: left out
+    log = tmp_path / "server-adaptive-spec_goodput.log"
+    log.write_text(f"adaptive_spec samples rank=0 rows={json.dumps(rows)}\n")
+    assert ss.main([str(log), "--replay-table", "--bucket", "16"]) == 0
+    cols = [ln.split() for ln in capsys.readouterr().out.strip().splitlines()[2:]]
+    # k = 2: (28 x 10 + 4 x 22) / 32 = 11.5 in both. k = 3 before: (25 x 11 + 7 x 22) / 32 =
+    # 13.41; at the share, ceil(0.125 x 32) = 4 launched in: (25 x 11 + 4 x 22) / 29 = 12.52
+    assert cols == [["64", "before", "-", "-", "11.50/32", "13.41/32"],
+                    ["64", "launch", "share", "-", "-", "11.50/32", "12.52/29"]]

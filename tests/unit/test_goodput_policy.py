@@ -693,6 +693,50 @@ def test_a_waves_launch_is_priced_nowhere(monkeypatch):
     assert seen == [0.01, 0.01, 0.01]  # the wave's (0.02-0.04) in neither
 
 
+# GPU, session 49 (H100, dense pair, 16 requests, run 2): mean step ms by k at 9-16 running
+# with no launch beside them (`sample_summary --replay-table`), and what a prefill's launch added
+S49_16_MS = {0: 6.5, 1: 9.4, 2: 10.3, 3: 10.7}
+S49_LAUNCH_EXTRA_MS = 12.0
+
+
+def simulate_launch_burst(seed, steps, bs=16, p=0.7, burst=(8, 15), every=6):
+    """S49_16_MS's costs at `bs`, a prefill's launch beside every `every`-th result and beside
+    each of k = 3's results number burst[0] .. burst[1] - 1 (the level's arrivals, as on the
+    GPU: k = 3 was first chosen as they came); launched results reach the policy as launches
+    (`observe_prefill_launch`). The decisions."""
+    ctl = make_ctl()
+    rng = random.Random(seed)
+    pending, chosen, k3_results = None, [], 0
+    for i in range(steps):
+        ctl.on_snapshot(LoadSnapshot(running=bs))
+        k = ctl.decide(bs).steps
+        chosen.append(k)
+        if pending is not None:
+            pk, correct, ms, launched = pending
+            ctl.on_result(pk, correct)
+            pol = ctl.policy
+            (pol.observe_prefill_launch if launched else pol.observe_step_time)(bs, pk, ms / 1000.0)
+        launched = (k == 3 and burst[0] <= k3_results < burst[1]) or i % every == 0
+        k3_results += k == 3
+        ms = S49_16_MS[k] * (1 + rng.uniform(-0.02, 0.02)) + launched * S49_LAUNCH_EXTRA_MS
+        pending = (k, correct_drafts(rng, bs, p, k), ms, launched)
+    return chosen
+
+
+@pytest.mark.parametrize("seed", [0, 4])
+def test_an_arrival_burst_of_launches_does_not_keep_the_cell_it_landed_in_unchosen(seed):
+    """GPU, sessions 48 and 49 (run 2 of each, 16 requests): 7 results in a row beside a
+    launch (~22 ms against ~10.5) in k = 3's first sync at 16 running put its cell at 13.1-13.3
+    ms against k = 2's 10.4-10.8; k = 2 ran most of the level (0.914x / 0.891x of EAGLE-3). At
+    dial 0.7 (E_2 = 2.19, E_3 = 2.533 tokens a step) k = 3 makes 2.533 / 10.7 = 0.237 tokens a
+    ms, k = 2 2.19 / 10.3 = 0.213: k = 3 is the better by 11%. Its launched samples now enter
+    the cell at the bucket's launched share (step_table.py): k = 3 from decision 200 on; before,
+    k = 2 held to decision ~2,000 (1,934 k = 2 samples by 3,000)."""
+    chosen = simulate_launch_burst(seed, 3000)
+    settled = chosen[200:1000]
+    assert settled.count(3) >= 0.95 * len(settled), {k: settled.count(k) for k in range(4)}
+
+
 def test_a_cell_that_never_fills_is_probed_ever_more_rarely():
     """A cell whose samples are all dropped (stalls, prefills) stays under-sampled; probed every
     16 decisions for ever, it cost a catch-up and two drafting steps each time (GPU, session 5)."""

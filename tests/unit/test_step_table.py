@@ -152,3 +152,30 @@ def test_bucket_is_the_capped_ceiling_of_log2_of_the_batch_size():
 
     for n in range(-2, 3 * 2 ** MAX_BUCKET_EXP):
         assert bucket_of(n) == min(MAX_BUCKET_EXP, max(0, math.ceil(math.log2(max(1, n))))), n
+
+
+def test_a_cells_launched_samples_enter_it_at_its_buckets_launched_share():
+    """GPU, sessions 48-49 (16 requests): a cell sampled in an arrival burst, every result
+    beside a prefill's launch, read as if every step had one (step_table.py)."""
+    table = StepTimeTable(max_steps=3)
+    for _ in range(45):  # k = 2's first sync: 5 of 50 beside a launch, the bucket's share 0.1
+        table.record(16, 2, 0.010)
+    for _ in range(5):
+        table.record(16, 2, 0.022, launched=True)
+    table.merge(table.local_vector())
+    b = bucket_of(16)
+    # under LAUNCH_SHARE_MIN (32) samples at the bucket before it: all five in,
+    # (45 x 10 + 5 x 22) / 50 = 11.2 ms
+    assert table.mean[table._i(b, 2)] == pytest.approx(0.0112)
+    assert table.launch_share[b] == pytest.approx(0.1) and table.launch_weight[b] == 50
+    for _ in range(13):  # k = 3 in a burst: 7 of its 20 samples beside a launch
+        table.record(16, 3, 0.011)
+    for _ in range(7):
+        table.record(16, 3, 0.022, launched=True)
+    table.merge(table.local_vector())
+    # ceil(0.1 x 20) = 2 launched in: (13 x 11 + 2 x 22) / 15 = 12.467 ms (all 7: 14.85)
+    assert table.mean[table._i(b, 3)] == pytest.approx(0.187 / 15)
+    assert table.count[table._i(b, 3)] == 15
+    # the share counts every sample seen: (5 + 7) / (50 + 20)
+    assert table.launch_share[b] == pytest.approx(12 / 70)
+    assert table.snapshot_launch_share() == {"16": [round(12 / 70, 4), 70.0]}
