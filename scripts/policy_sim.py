@@ -58,9 +58,9 @@ the same scenarios, for the before/after pairs. Scenarios:
 - launch-burst-16 (session 49): 16 running on session 49's H100 costs (k = 0..3 6.5 / 9.4 /
   10.3 / 10.7 ms, dial 0.7: k = 3 11% ahead of k = 2), a prefill's launch (+12 ms) beside every
   6th result and beside 7 of k = 3's first results in a row (an arrival burst: its results 0-6,
-  8-14, 16-22 or 24-30), 6,000 decisions: the decision
-  from which 95 of 100 choices are k = 3, the choices at 200-1,000 and the run's goodput against
-  k = 3's, per seed (`--root` of an older checkout: every launched sample entering its cell).
+  8-14, 16-22 or 24-30), 6,000 decisions: the decision from which 95 of 100 choices are k = 3,
+  the choices at 200-1,000 and the run's goodput against k = 3's, per seed (`--root` of an older
+  checkout: every launched sample entering its cell).
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.

@@ -284,6 +284,7 @@ def test_replay_table_takes_launched_rows_into_a_cell_at_the_buckets_share(tmp_p
     assert ss.main([str(log), "--replay-table", "--bucket", "16"]) == 0
     cols = [ln.split() for ln in capsys.readouterr().out.strip().splitlines()[2:]]
     # k = 2: (28 x 10 + 4 x 22) / 32 = 11.5 in both. k = 3 before: (25 x 11 + 7 x 22) / 32 =
-    # 13.41; at the share, ceil(0.125 x 32) = 4 launched in: (25 x 11 + 4 x 22) / 29 = 12.52
+    # 13.41; at the share, ceil(0.125 / 0.875 x 25) = 4 launched in: (25 x 11 + 4 x 22) / 29 =
+    # 12.52
     assert cols == [["64", "before", "-", "-", "11.50/32", "13.41/32"],
                     ["64", "launch", "share", "-", "-", "11.50/32", "12.52/29"]]

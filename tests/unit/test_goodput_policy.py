@@ -693,8 +693,9 @@ def test_a_waves_launch_is_priced_nowhere(monkeypatch):
     assert seen == [0.01, 0.01, 0.01]  # the wave's (0.02-0.04) in neither
 
 
-# GPU, session 49 (H100, dense pair, 16 requests, run 2): mean step ms by k at 9-16 running
-# with no launch beside them (`sample_summary --replay-table`), and what a prefill's launch added
+# GPU, session 49 (H100, dense pair, 16 requests, run 2): step ms by k at 9-16 running with no
+# launch beside them (k = 2, 3: `sample_summary --launches`' medians; k = 0, 1: the table's
+# means), and about what a prefill's launch added (its "extra", +11.4-12.2)
 S49_16_MS = {0: 6.5, 1: 9.4, 2: 10.3, 3: 10.7}
 S49_LAUNCH_EXTRA_MS = 12.0
 
@@ -726,12 +727,12 @@ def simulate_launch_burst(seed, steps, bs=16, p=0.7, burst=(8, 15), every=6):
 @pytest.mark.parametrize("seed", [0, 4])
 def test_an_arrival_burst_of_launches_does_not_keep_the_cell_it_landed_in_unchosen(seed):
     """GPU, sessions 48 and 49 (run 2 of each, 16 requests): 7 results in a row beside a
-    launch (~22 ms against ~10.5) in k = 3's first sync at 16 running put its cell at 13.1-13.3
-    ms against k = 2's 10.4-10.8; k = 2 ran most of the level (0.914x / 0.891x of EAGLE-3). At
-    dial 0.7 (E_2 = 2.19, E_3 = 2.533 tokens a step) k = 3 makes 2.533 / 10.7 = 0.237 tokens a
-    ms, k = 2 2.19 / 10.3 = 0.213: k = 3 is the better by 11%. Its launched samples now enter
-    the cell at the bucket's launched share (step_table.py): k = 3 from decision 200 on; before,
-    k = 2 held to decision ~2,000 (1,934 k = 2 samples by 3,000)."""
+    launch (~22 ms against ~10.7) among k = 3's first samples at 16 running put its cell at
+    13.1-13.4 ms against k = 2's 10.1-10.5; k = 2 ran most of the level (0.914x / 0.891x of
+    EAGLE-3). At dial 0.7 (E_2 = 2.19, E_3 = 2.533 tokens a step) k = 3 makes 2.533 / 10.7 =
+    0.237 tokens a ms, k = 2 2.19 / 10.3 = 0.213: k = 3 is the better by 11%. Its launched
+    samples now enter the cell at the bucket's launched share (step_table.py): k = 3 from
+    decision 200 on; before, k = 2 held to decision ~2,000 (1,934 k = 2 samples by 3,000)."""
     chosen = simulate_launch_burst(seed, 3000)
     settled = chosen[200:1000]
     assert settled.count(3) >= 0.95 * len(settled), {k: settled.count(k) for k in range(4)}

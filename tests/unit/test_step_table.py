@@ -173,7 +173,7 @@ def test_a_cells_launched_samples_enter_it_at_its_buckets_launched_share():
     for _ in range(7):
         table.record(16, 3, 0.022, launched=True)
     table.merge(table.local_vector())
-    # ceil(0.1 x 20) = 2 launched in: (13 x 11 + 2 x 22) / 15 = 12.467 ms (all 7: 14.85)
+    # ceil(0.1 / 0.9 x 13) = 2 launched in: (13 x 11 + 2 x 22) / 15 = 12.467 ms (all 7: 14.85)
     assert table.mean[table._i(b, 3)] == pytest.approx(0.187 / 15)
     assert table.count[table._i(b, 3)] == 15
     # the share counts every sample seen: (5 + 7) / (50 + 20)
