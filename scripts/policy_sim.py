@@ -183,8 +183,8 @@ def surge_64() -> None:
 
 def launch_burst_16() -> None:
     """Session 49: an arrival burst of launches in k = 3's first samples at 16 requests."""
-    from tests.unit.test_goodput_policy import S49_16_MS, simulate_launch_burst
-    e = [1.0, 1.7, 2.19, 2.533]  # 1 + p + p^2 + ..., p = 0.7
+    from tests.unit.test_goodput_policy import S49_16_MS, expected_tokens, simulate_launch_burst
+    e = [expected_tokens(0.7, k) for k in range(4)]
     for seed, first in enumerate((0, 8, 16, 24)):
         chosen = simulate_launch_burst(seed, 6000, burst=(first, first + 7))
         settled = next((i for i in range(len(chosen) - 100) if chosen[i:i + 100].count(3) >= 95),

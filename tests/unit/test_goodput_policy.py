@@ -31,24 +31,30 @@ def true_best_k(bs, p, max_steps=3):
     return max(range(max_steps + 1), key=lambda k: true_goodput(bs, p, k))
 
 
-def simulate(ctl, bs, p, steps, rng, noise=0.02, cost=true_step_s, after_step=None, context=0):
+def simulate(ctl, bs, p, steps, rng, noise=0.02, cost=true_step_s, after_step=None, context=0,
+             launch_extra=None):
     """Run `steps` decode steps at batch size bs with per-draft acceptance p; result of step
     i is fed back after the decision of step i+1 (overlap scheduler). `after_step(correct)`:
     called with each step's accepted drafts per request (e.g. to admit new requests).
-    `context`: KV tokens per request in the snapshots (0: not known)."""
+    `context`: KV tokens per request in the snapshots (0: not known). `launch_extra(i, k)`:
+    seconds a prefill's launch adds to step i at k (0: none beside it); a launched result
+    reaches the policy as a launch (`observe_prefill_launch`)."""
     pending = None
     chosen = []
-    for _ in range(steps):
+    for i in range(steps):
         ctl.on_snapshot(LoadSnapshot(running=bs, kv_used=context * bs, kv_total=10**7))
         k = ctl.decide(bs).steps
         chosen.append(k)
         if pending is not None:
             ctl.on_result(*pending[:2])
-            ctl.policy.observe_step_time(bs, pending[0], pending[2])
+            pol = ctl.policy
+            (pol.observe_prefill_launch if pending[3] else pol.observe_step_time)(
+                bs, pending[0], pending[2])
         correct = correct_drafts(rng, bs, p, k)
         if after_step is not None:
             after_step(correct)
-        pending = (k, correct, cost(bs, k) * (1 + rng.uniform(-noise, noise)))
+        extra = launch_extra(i, k) if launch_extra is not None else 0.0
+        pending = (k, correct, cost(bs, k) * (1 + rng.uniform(-noise, noise)) + extra, extra > 0)
     return chosen
 
 
@@ -701,27 +707,17 @@ S49_LAUNCH_EXTRA_MS = 12.0
 
 
 def simulate_launch_burst(seed, steps, bs=16, p=0.7, burst=(8, 15), every=6):
-    """S49_16_MS's costs at `bs`, a prefill's launch beside every `every`-th result and beside
-    each of k = 3's results number burst[0] .. burst[1] - 1 (the level's arrivals, as on the
-    GPU: k = 3 was first chosen as they came); launched results reach the policy as launches
-    (`observe_prefill_launch`). The decisions."""
-    ctl = make_ctl()
-    rng = random.Random(seed)
-    pending, chosen, k3_results = None, [], 0
-    for i in range(steps):
-        ctl.on_snapshot(LoadSnapshot(running=bs))
-        k = ctl.decide(bs).steps
-        chosen.append(k)
-        if pending is not None:
-            pk, correct, ms, launched = pending
-            ctl.on_result(pk, correct)
-            pol = ctl.policy
-            (pol.observe_prefill_launch if launched else pol.observe_step_time)(bs, pk, ms / 1000.0)
-        launched = (k == 3 and burst[0] <= k3_results < burst[1]) or i % every == 0
-        k3_results += k == 3
-        ms = S49_16_MS[k] * (1 + rng.uniform(-0.02, 0.02)) + launched * S49_LAUNCH_EXTRA_MS
-        pending = (k, correct_drafts(rng, bs, p, k), ms, launched)
-    return chosen
+    """S49_16_MS's costs at `bs` (`simulate`), a prefill's launch beside every `every`-th
+    result and beside each of k = 3's results number burst[0] .. burst[1] - 1 (the level's
+    arrivals, as on the GPU: k = 3 was first chosen as they came). The decisions."""
+    k3_results = [0]
+
+    def launch_extra(i, k):
+        launched = (k == 3 and burst[0] <= k3_results[0] < burst[1]) or i % every == 0
+        k3_results[0] += k == 3
+        return S49_LAUNCH_EXTRA_MS / 1000.0 if launched else 0.0
+    return simulate(make_ctl(), bs, p, steps, random.Random(seed),
+                    cost=lambda bs, k: S49_16_MS[k] / 1000.0, launch_extra=launch_extra)
 
 
 @pytest.mark.parametrize("seed", [0, 4])
