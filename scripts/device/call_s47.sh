@@ -3,10 +3,12 @@
 # sized for 256 ran out of its memory at start (2026-12-06-s47-run-fs-oom.log), for 128 they ran.
 #   fs (~5 min on an H100, ~9 on an H200) issue 5's same-run sweep on the current code: plain,
 #      eagle3, SGLang's built-in adaptive and goodput at 1 / 4 / 16 / 32 / 64 / 128 / 256
-#      requests (CONC), one pass (PASSES), the sweep's 5-s levels (7 / 8 s at 128 / 256), DIAL
-#      (0.7, 0.5, 0.9 or random: the always-wrong draft); goodput's step-time samples and
-#      decisions kept. Ran in session 47 on an H100 (1-128, no builtin): dial 0.7 twice, random
-#      once (README, Session 47); not run yet: an H200's four systems with 256, dials 0.5 / 0.9.
+#      requests (CONC), one pass (PASSES), the sweep's 5-s levels (7 / 8 s at 128 / 256; LEVEL_S
+#      sets those below 128), DIAL (0.7, 0.5, 0.9 or random: the always-wrong draft); the step-time
+#      samples of goodput and of forced on / off where SYSTEMS has them, and goodput's decisions
+#      kept. Ran in session 47 on an H100 (1-128, no builtin): dial 0.7 twice, random
+#      once (README, Session 47), dials 0.9 / 0.5 in session 50; not run yet: an H200's four
+#      systems with 256.
 #   ms (~9 min) issue 10's sweep, the same on the 16-layer Qwen3-MoE layout (last swept at 1-256
 #      in sessions 4 and 16, prefill graphs off; 4 / 16 alone on SGLang's defaults, session 35).
 #   kd | lv | il | sv | ds | r64 | rc | rs | ...: sessions 37-46's calls.
@@ -44,9 +46,11 @@ if [ "${GPU_MIB:-0}" -lt 100000 ]; then  # an H100: three 8B servers fit, sized 
 fi
 sweep 0 "$TAG-$KIND" "$PAIR/target" "$PAIR/draft-${DRAFT/:/-}" "$SYSTEMS" \
   --concurrency "${CONC:-1,4,16,32,64,128,256}" --repeat "${PASSES:-1}" --start-timeout-s 360 \
-  --system-args "$GOODPUT" > "/tmp/tail-$TAG.txt"
+  ${LEVEL_S:+--time-budget-s "$LEVEL_S"} --system-args "$GOODPUT" > "/tmp/tail-$TAG.txt"
 keep_ours_logs "$TAG" "$KIND"
-rm -f "$OUT/samples-$TAG-forced-on.txt" "$OUT/samples-$TAG-forced-off.txt"  # not in this run
+for s in forced-on forced-off; do  # an empty file for one not in this run
+  [[ ",$SYSTEMS," == *",adaptive-spec:$s,"* ]] || rm -f "$OUT/samples-$TAG-$s.txt"
+done
 report "$TAG-" "logs-$TAG.tar.xz" "/tmp/tail-$TAG.txt"
 SWEPT=$OUT/sweep-$TAG-$KIND.json
 goodput_paired "$SWEPT" envelope plain eagle3

@@ -195,6 +195,7 @@ dense_pinned_setup() {
 sweep() {  # $1 GPU, $2 name, $3 target dir, $4 draft dir, $5 systems, rest: extra sweep flags
   local gpu=$1 name=$2 target=$3 draft=$4 systems=$5; shift 5
   local pin=(); command -v taskset >/dev/null && pin=(taskset -c "$(cores_for "$gpu")")
+  bash "$REPO/scripts/device/fresh_log_dir.sh" "/tmp/logs-$name" "$T_START"
   ( cd /tmp && CUDA_VISIBLE_DEVICES=$gpu "${pin[@]}" python3 -m adaptive_spec.bench.cli sweep "${SWEEP_FLAGS[@]}" \
       "${RUN_FLAGS[@]}" --deadline-s $(( $(left) - 25 )) --target "$target" --draft "$draft" \
       --name "$name" --systems "$systems" --metrics-out "/tmp/metrics-$name.txt" \
@@ -207,6 +208,7 @@ sweep() {  # $1 GPU, $2 name, $3 target dir, $4 draft dir, $5 systems, rest: ext
 # $OUT/sweep-$2-dial-0.7.json, the run's text in /tmp/sweep-$2.txt, logs in /tmp/logs-$2.
 pattern_load() {
   local gpu=$1 pattern=$2 dir=$3; shift 3
+  bash "$REPO/scripts/device/fresh_log_dir.sh" "/tmp/logs-$pattern" "$T_START"
   ( cd /tmp && CUDA_VISIBLE_DEVICES=$gpu python3 -m adaptive_spec.bench.cli sweep --pattern "$pattern" \
       --pattern-low 1 --pattern-high 128 --new-tokens 192 --prompt-len 40,128 \
       --new-tokens-spread 0.5 --warmup-tokens 128 --drain-s 2 --start-stagger-s 10 \

@@ -105,3 +105,21 @@ def test_the_runs_written_for_the_next_gpu_session_use_only_flags_that_exist():
         used = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", code))
         assert used, name
         assert used <= known, f"{name}: unknown flags {sorted(used - known)}"
+
+
+def test_a_sweeps_log_dir_drops_an_earlier_calls_logs_once_per_call(tmp_path):
+    """The servers append to their logs: on a machine still warm from the last device call, a
+    sweep of the same name read that call's sample rows as its own (sessions 49-50)."""
+    logs = tmp_path / "logs-fs"
+
+    def fresh(call):
+        r = subprocess.run(["bash", str(DEVICE / "fresh_log_dir.sh"), str(logs), call],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+
+    fresh("100")
+    (logs / "server-plain.log").write_text("call 100's lines\n")
+    fresh("100")  # a second sweep of the same name in the same call keeps them
+    assert (logs / "server-plain.log").read_text() == "call 100's lines\n"
+    fresh("200")  # the next call starts empty
+    assert logs.is_dir() and not (logs / "server-plain.log").exists()
