@@ -524,6 +524,14 @@ class Controller:
         self.recent_decide_s.append(dt)
         return decision
 
+    def _decision_basis(self) -> str:
+        """The policy's reasons for the decision log's line: `decision_basis` (each k's goodput
+        over plain's, what held a better one) and `decision_parts` (the model's terms), where it
+        has them."""
+        fields = (getattr(self.policy, name, lambda: "")()
+                  for name in ("decision_basis", "decision_parts"))
+        return " ".join(f for f in fields if f)
+
     def _record(self, decision: Decision) -> None:
         self.decision_count += 1
         self.follow.on_decision(self.decision_count, self.snapshot.running, decision.steps, decision.reason)
@@ -537,7 +545,7 @@ class Controller:
             if last is not None and decision.steps != last.steps:
                 self.switches += 1
             self.log.change(last, decision, self.snapshot, self.acceptance, self.rank,
-                            getattr(self.policy, "decision_basis", lambda: ""))
+                            self._decision_basis)
             self.last = decision
             self._pending = 1
             if self.listeners:

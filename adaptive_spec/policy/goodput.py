@@ -239,6 +239,7 @@ class GoodputPolicy:
         # what kept the current k over a better one at the last fresh decision (decision_basis)
         self._last_held: Optional[str] = None
         self._last_expected: Optional[list] = None  # E_k at the last decision (the status reads it)
+        self._last_bucket: Optional[int] = None  # the last fresh decision's bucket (decision_parts)
         self._probe_k: Optional[int] = None
         self._probe_left = 0
         self._probe_reason = "probe"  # "probe" (an under-sampled cell) or "refresh" (a filled one)
@@ -439,6 +440,7 @@ class GoodputPolicy:
         expected = self.expected_tokens(acc)
         times, candidates, goodput = self._goodput_at(bucket, expected)
         self._last_goodput, self._last_expected, self._last_times = goodput, expected, times
+        self._last_bucket = bucket
         self._last_held = None
         self.runs.observe(_argmax(candidates, goodput) > 0, bucket)
         probe = self._probe(bucket, expected, times, goodput,
@@ -461,9 +463,15 @@ class GoodputPolicy:
     def _model_times(self, bucket: int, expected: list[float]) -> list:
         """Each k's decode step plus the prefill time it brings per step (prefill_load.py),
         the prefills' launches included: the model's parts, uncalibrated."""
+        return [t + p for t, p in zip(*self._model_parts(bucket, expected))]
+
+    def _model_parts(self, bucket: int, expected: list[float]) -> tuple:
+        """(each k's decode step, the prefill time it brings per step with the prefills'
+        launches) in seconds at this bucket: `_model_times`' two terms, apart."""
         times, _, launch = self._bucket_view(bucket)
-        return [t + self.prefill.per_step(bucket, e, x, plain=k == 0)
-                for k, (e, t, x) in enumerate(zip(expected, times, launch))]
+        prefill = [self.prefill.per_step(bucket, e, x, plain=k == 0)
+                   for k, (e, x) in enumerate(zip(expected, launch))]
+        return times, prefill
 
     def _goodput_at(self, bucket: int, expected: list[float]) -> tuple:
         """(each k's time per decode step, the k that may be chosen, each k's goodput): the
@@ -829,6 +837,29 @@ class GoodputPolicy:
         model = "/".join(f"{v / g[0]:.3f}" for v in g)
         return f"model={model}" + (f" held={self._last_held}" if self._last_held else "")
 
+    def decision_parts(self) -> str:
+        """The last fresh decision's cost model in its parts, for the decision log's line:
+        `parts=` each k's decode step + the prefill time it brings a step (ms) x the realized
+        ratio, and `E=` each k's expected tokens, so that k's goodput is E x ratio / (step +
+        prefill). Session 50 (H100, 64 requests, dial 0.7): the lines read k = 3 at 1.007-1.17x
+        of plain where plain made 1.03x of EAGLE-3, and which part was off could only be
+        guessed from the final status, taken at another bucket's acceptance."""
+        bucket, expected = self._last_bucket, self._last_expected
+        if bucket is None or not expected or not self._last_goodput:
+            return ""
+        return "parts=" + "/".join(
+            f"{1000 * t:.2f}+{1000 * p:.2f}x{r:.3f}"
+            for t, p, r in zip(*self._parts_at(bucket, expected))) + " E=" + "/".join(
+            f"{e:.2f}" for e in expected)
+
+    def _parts_at(self, bucket: int, expected: list) -> tuple:
+        """(decode step s, prefill s a step, realized ratio) of each k at this bucket, from the
+        model of now (the ratios 1 with `calibrate` off)."""
+        times, prefill = self._model_parts(bucket, expected)
+        ratios = (self._realized_ratios(bucket, expected) if self.calibrate
+                  else [1.0] * len(times))
+        return times, prefill, ratios
+
     def describe(self) -> dict:
         # the sample counts tell a filled cell from one whose probes keep losing samples (session
         # 10's table had the means only: whether 33-64 requests' k = 1, 2 bounded 128's probes
@@ -864,7 +895,26 @@ class GoodputPolicy:
                 "realized_ratio": self.realized.snapshot(
                     lambda b: self._model_times(b, self._last_expected or self._unit_tokens)),
                 "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in enumerate(self._last_goodput)},
+                # the model's terms per bucket with a plain step, at the last decision's E_k
+                "model_parts_ms": self.model_parts(),
                 **self.choices_now()}
+
+    def model_parts(self) -> dict:
+        """{bucket: {"step", "prefill": ms a step, "realized": ratios, "tokens": E_k}} per bucket
+        with a measured plain step, at the last decision's E_k: each k's goodput there is
+        tokens x realized / (step + prefill) (decision_parts). For the status only."""
+        expected = self._last_expected
+        if not expected:
+            return {}
+        out = {}
+        for b in range(MAX_BUCKET_EXP + 1):
+            if self.table.samples(b, 0) > 0:
+                times, prefill, ratios = self._parts_at(b, expected)
+                out[str(2 ** b)] = {"step": [round(1000 * t, 3) for t in times],
+                                    "prefill": [round(1000 * p, 3) for p in prefill],
+                                    "realized": [round(r, 3) for r in ratios],
+                                    "tokens": [round(e, 3) for e in expected]}
+        return out
 
     def choices_now(self) -> dict:
         """What the cost model would run at each batch bucket with a measured plain step, at the

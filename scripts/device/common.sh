@@ -348,7 +348,8 @@ for path in sys.argv[1:]:
     for key in ("step_ms", "step_samples", "step_context_tokens", "prefill_ms_admitted_tokens_per_step",
                 "prefill_batch_fit_ms", "prefill_launch_ms", "prefill_kind_ms",
                 "prefill_kind_admitted", "prefill_kind_ratio", "prefill_waves", "switch_on_ms",
-                "preferred_runs_ms", "choice_by_bucket", "threshold_suggestion", "realized_ratio"):
+                "preferred_runs_ms", "choice_by_bucket", "threshold_suggestion", "realized_ratio",
+                "model_parts_ms"):
         print(path.split("/")[-1], key, json.dumps(cm.get(key)))
     print(path.split("/")[-1], "switches", fs[0].get("switches"))
 PY

@@ -1469,3 +1469,45 @@ def test_a_threshold_is_suggested_only_between_drafting_and_plain_buckets():
     assert threshold_from({2: [3, 1.5], 6: [0, 1.0], 7: [1, 1.05]}) is None  # drafts at the top
     assert threshold_from({5: [0, 1.0], 7: [0, 1.0]}) is None  # never drafts
     assert threshold_from({}) is None
+
+
+def _parts_line(line: str) -> tuple:
+    """`parts=t+pxr/...` and `E=e/...` of a decision line -> ([(t, p, r) ms], [e])."""
+    fields = dict(f.split("=", 1) for f in line.split() if f.startswith(("parts=", "E=")))
+    parts = []
+    for term in fields["parts"].split("/"):
+        step_prefill, ratio = term.split("x")
+        step, prefill = step_prefill.split("+")
+        parts.append((float(step), float(prefill), float(ratio)))
+    return parts, [float(e) for e in fields["E"].split("/")]
+
+
+def test_a_decision_line_gives_the_model_terms_that_make_each_ks_goodput():
+    """Session 50 (H100, 64 requests): the decision lines read k = 3 at 1.007-1.17x of plain
+    where plain made 1.03x of EAGLE-3, and which term was off could not be read from them. Each
+    line now gives each k's decode step, its prefill time a step and the realized ratio, with
+    E_k: E_k x ratio / (step + prefill) is the goodput the line's `model=` divides by plain's,
+    and the status gives the same terms per bucket."""
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3, log_decisions=True))
+    ctl.log.min_gap = 0.0
+    pol = ctl.policy
+    step = [0.0072, 0.016, 0.018, 0.0195]
+    for i in range(600):
+        k = pol.decide(LoadSnapshot(running=60), AcceptanceStats()).steps
+        pol.observe_step_time(60, k, step[k])
+        pol.observe_decode(60, 1.0 + 0.5 * k)
+        # plain's results take 1.5x its decode step in wall time, over its model's step and
+        # prefills (7.2 ms + ~2 a step): a realized ratio below 1 on k = 0
+        pol.observe_realized(60, k, step[k] * (1.5 if k == 0 else 1.0), 1.0 + 0.5 * k)
+        if i % 3 == 0:
+            pol.observe_prefill(60, 0.006, 1, plain=k == 0)
+    parts, expected = _parts_line(pol.decision_parts())
+    assert any(p > 0 for _, p, _ in parts)  # the prefill term is in
+    assert parts[0][2] < 0.98  # and plain's realized ratio
+    goodput = [1000 * e * r / (t + p) for (t, p, r), e in zip(parts, expected)]
+    assert goodput == pytest.approx(pol._last_goodput, rel=2e-3)  # the terms rounded to 0.01 ms
+    ctl.decide(1)  # a new decision's line (60 -> 1 running) carries both fields
+    assert " model=1.000/" in ctl.log.lines[-1] and " parts=" in ctl.log.lines[-1]
+    status = pol.describe()["model_parts_ms"]["64"]
+    assert status["step"] == pytest.approx([1000 * t for t in step], abs=1e-3)
+    assert status["realized"][0] == pytest.approx(parts[0][2], abs=1e-3)
