@@ -12,7 +12,10 @@
 # Session 49 drops DeepGEMM's CUTLASS/CuTe headers (include/cute, include/cutlass: read only when
 # it JIT-compiles an FP8 kernel; our pairs are bf16; its import hashes include/deep_gemm, kept)
 # and third-party test folders (flashinfer's cutlass/cccl, jsonschema, dill, referencing):
-# 1.1 MB packed, the room the results of a session need.
+# 1.1 MB packed, the room the results of a session need. Session 50 drops CUTLASS's examples
+# under flashinfer/data (5.1 MB unpacked; flashinfer's JIT reads cutlass/include and tools only)
+# and jedi with parso (IPython 9.15 imports jedi for completion only, in a try / except
+# ImportError; SGLang imports IPython.display at module level, never a completer).
 # ADAPTIVE_SPEC_SHARED_DEVICE: another recipe folder; ADAPTIVE_SPEC_NO_BUILD=1: the copy and the
 # edits only.
 set -euo pipefail
@@ -46,10 +49,12 @@ sed -i -e 's/xz -T0 -6 >/xz -T2 -9e >/' \
 'rm -rf "$STAGE/site/sglang/multimodal_gen"  # session 47\n'\
 'for d in deep_gemm/include/cute deep_gemm/include/cutlass flashinfer/data/cutlass/test \\\n'\
 '  flashinfer/data/cccl/libcudacxx/test flashinfer/data/cccl/python/cuda_cccl/tests \\\n'\
-'  jsonschema/tests dill/tests referencing/tests; do rm -rf "$STAGE/site/$d"; done  # session 49\n&|' \
+'  jsonschema/tests dill/tests referencing/tests; do rm -rf "$STAGE/site/$d"; done  # session 49\n'\
+'rm -rf "$STAGE/site/flashinfer/data/cutlass/examples" "$STAGE/site"/jedi* "$STAGE/site"/parso*'\
+'  # session 50\n&|' \
   "$MB"
 echo "recipe copied to .device/ and edited (xz -T2 -9e, no jedi stubs, no diffusion runtime,"\
-  "no DeepGEMM JIT headers, no third-party tests)"
+  "no DeepGEMM JIT headers, no third-party tests, no CUTLASS examples, no jedi)"
 [ "${ADAPTIVE_SPEC_NO_BUILD:-0}" = 1 ] && exit 0
 (cd "$REPO" && REPO="$REPO" bash "$MB")
 check_size

@@ -54,6 +54,9 @@ def test_the_recipe_is_copied_edited_built_and_its_travel_checked(tmp_path):
     # session 49: DeepGEMM's JIT headers and third-party test folders, before packing too
     drop = edited.index("for d in deep_gemm/include/cute deep_gemm/include/cutlass")
     assert drop < edited.index('rm -f "$OUTDIR') and 'rm -rf "$STAGE/site/$d"' in edited
+    # session 50: CUTLASS's examples under flashinfer's data (its JIT reads include/, tools/)
+    examples = edited.index('rm -rf "$STAGE/site/flashinfer/data/cutlass/examples"')
+    assert examples < edited.index('rm -f "$OUTDIR') and '"$STAGE/site"/jedi*' in edited
     assert (repo / ".bundle" / "sglang-site.tar.xz").stat().st_size == 50 * 2 ** 20  # built there
     assert "B of 67108864" in r.stdout.splitlines()[-1]
     assert run(repo, shared, 0, "--check").returncode == 0
