@@ -12,7 +12,8 @@ say() { echo "[device +$(( $(date +%s) - T_START ))s] $*"; }
 
 # Made here by `bash scripts/device/setup_local.sh`, which packs it at `xz -T2 -9e` (the recipe's
 # `-6` makes 57.0 MB: session 31) without jedi's typeshed stubs (read only by IPython's completion;
-# session 44: 54.8 MB with ~11.9 MB of tracked files passed the 64-MiB transfer limit): 52.9 MB.
+# session 44: 54.8 MB with ~11.9 MB of tracked files passed the 64-MiB transfer limit): 52.9 MB;
+# 49.9 MB since session 50 (setup_local.sh's header lists what else it leaves out).
 B="$REPO/.bundle/sglang-site.tar.xz"
 [ -f "$B" ] || { say "missing $B (made here by scripts/device/setup_local.sh)"; exit 2; }
 if [ "$(cat $SGL/.sig 2>/dev/null)" != "$(stat -c %s "$B")" ]; then
