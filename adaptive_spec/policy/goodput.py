@@ -843,7 +843,8 @@ class GoodputPolicy:
         ratio, and `E=` each k's expected tokens, so that k's goodput is E x ratio / (step +
         prefill). Session 50 (H100, 64 requests, dial 0.7): the lines read k = 3 at 1.007-1.17x
         of plain where plain made 1.03x of EAGLE-3, and which part was off could only be
-        guessed from the final status, taken at another bucket's acceptance."""
+        guessed from the final status, taken at the last decision's acceptance (a draining
+        batch's)."""
         bucket, expected = self._last_bucket, self._last_expected
         if bucket is None or not expected or not self._last_goodput:
             return ""
@@ -896,10 +897,10 @@ class GoodputPolicy:
                     lambda b: self._model_times(b, self._last_expected or self._unit_tokens)),
                 "last_goodput_tok_per_s_per_req": {str(k): round(v, 1) for k, v in enumerate(self._last_goodput)},
                 # the model's terms per bucket with a plain step, at the last decision's E_k
-                "model_parts_ms": self.model_parts(),
+                "model_parts_ms": self.model_parts_by_bucket(),
                 **self.choices_now()}
 
-    def model_parts(self) -> dict:
+    def model_parts_by_bucket(self) -> dict:
         """{bucket: {"step", "prefill": ms a step, "realized": ratios, "tokens": E_k}} per bucket
         with a measured plain step, at the last decision's E_k: each k's goodput there is
         tokens x realized / (step + prefill) (decision_parts). For the status only."""

@@ -1496,8 +1496,8 @@ def test_a_decision_line_gives_the_model_terms_that_make_each_ks_goodput():
         k = pol.decide(LoadSnapshot(running=60), AcceptanceStats()).steps
         pol.observe_step_time(60, k, step[k])
         pol.observe_decode(60, 1.0 + 0.5 * k)
-        # plain's results take 1.5x its decode step in wall time, over its model's step and
-        # prefills (7.2 ms + ~2 a step): a realized ratio below 1 on k = 0
+        # plain's results take 1.5x its decode step in wall time, more than its model's step
+        # and prefills (7.2 ms and ~1 a step): a realized ratio below 1 on k = 0
         pol.observe_realized(60, k, step[k] * (1.5 if k == 0 else 1.0), 1.0 + 0.5 * k)
         if i % 3 == 0:
             pol.observe_prefill(60, 0.006, 1, plain=k == 0)
