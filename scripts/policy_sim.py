@@ -61,6 +61,13 @@ the same scenarios, for the before/after pairs. Scenarios:
   8-14, 16-22 or 24-30), 6,000 decisions: the decision from which 95 of 100 choices are k = 3,
   the choices at 200-1,000 and the run's goodput against k = 3's, per seed (`--root` of an older
   checkout: every launched sample entering its cell).
+- sweep-levels (session 50): the same-run sweep's order on session 50's H100 table (dense pair,
+  dial 0.7; plain 2.6% ahead of k = 3 at 33-64, a switch on 1-193 ms by bucket), and on it with
+  drafting dearer from 32 up as at dial 0.5 (`plain-from-32`): a 150-decision
+  warm-up level at each of 1 / 4 / 16 / 32 / 64 / 128 running, then a 600-decision level at each
+  (~5 s), a drain to 1 between: per measured level, the switches on and the rate against the
+  better static choice there (`--root` of an older checkout: a switching refresh's budget counted
+  over every bucket's decisions).
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -137,6 +144,7 @@ def main() -> int:
     shared_stalls()
     descend()
     level_starts()
+    sweep_levels()
     return 0
 
 
@@ -495,6 +503,66 @@ def level_starts() -> None:
                 print(f"level-starts k3/plain={busy} level={level} seed={seed}: drafting decisions"
                       f" at 60 per level {at60}, rate vs plain {', '.join(f'{r:.3f}' for r in rates)}"
                       f", {switches} switches on")
+
+
+# Session 50's final table (H100, dense pair, dial 0.7; `2026-12-06-s50-dense-1-128-fs.json`'s
+# step_ms, k = 0..3, ms, rounded) and its switch-on prices (switch_on_ms, ms) per bucket
+S50_STEP_MS = {1: (5.9, 6.4, 8.0, 8.7), 4: (6.45, 7.8, 8.2, 9.0), 16: (6.6, 9.85, 10.4, 11.5),
+               32: (6.8, 12.2, 12.9, 14.5), 64: (7.4, 16.7, 18.9, 19.2), 128: (8.4, 27.0, 29.4, 33.0)}
+S50_SWITCH_MS = {1: 1.0, 4: 4.9, 16: 12.7, 32: 44.2, 64: 94.2, 128: 192.8}
+
+
+def sweep_levels() -> None:
+    """Session 50 (H100, dial 0.5, 64 requests): plain on 382 of 389 steady decisions and 0.936x
+    of plain, a k = 1 refresh and its catch-up in the 4.8-s window; the refresh's budget had been
+    counted over every bucket's decisions since the warm-up's probes at 64. Here the sweep's
+    order on session 50's dial-0.7 table: per measured level, the switches on and the rate
+    against the better static choice there."""
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.controller import Controller
+    from tests.unit.test_switch_cost import E3, run_switching
+
+    levels = sorted(S50_STEP_MS)
+
+    def edge(bs):  # the table's row for a batch size: the smallest listed bucket holding it
+        return next(n for n in levels if bs <= n)
+
+    def cost(bs):
+        return tuple(ms / 1000 for ms in S50_STEP_MS[edge(bs)])
+
+    def switch_s(bs):
+        return S50_SWITCH_MS[edge(bs)] / 1000
+
+    # dial 0.5's shape from 32 up (its run: EAGLE-3 at 0.92x / 0.76x / 0.57x of plain at 32 /
+    # 64 / 128): the drafting steps there dearer by these factors, p = 0.7 kept
+    plain_from_32 = {32: 1.29, 64: 1.28, 128: 1.13}
+
+    def dearer(bs):
+        step, f = cost(bs), plain_from_32.get(edge(bs), 1.0)
+        return (step[0],) + tuple(f * t for t in step[1:])
+
+    drain = [1] * 30
+    expected = [1.0, 1.7, 2.19, E3]  # E_k at p = 0.7
+    warm = [n for level in levels for n in [level] * 150 + drain]
+    measured = [n for level in levels for n in [level] * 600 + drain]
+    for name, table in (("dial-0.7", cost), ("plain-from-32", dearer)):
+        for seed in range(2):
+            ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+            chosen, _, _ = run_switching(ctl, warm + measured, table, switch_s, seed)
+            out, start = [], len(warm)
+            for level in levels:
+                ks = chosen[start:start + 600]
+                prev = chosen[start - 1:start + 599]
+                ons = sum(1 for a, b in zip(prev, ks) if a == 0 and b > 0)
+                step = table(level)
+                # E_k over the steps' times and the catch-ups' (a catch-up step's own tokens
+                # counted at E_k too: a bound above by ~1.5 tokens per switch on)
+                rate = (sum(expected[k] for k in ks)
+                        / (sum(step[k] for k in ks) + ons * switch_s(level)))
+                best = max(expected[k] / step[k] for k in (0, 3))
+                out.append(f"{level}: {ons} on, {rate / best:.3f}")
+                start += 600 + len(drain)
+            print(f"sweep-levels {name} seed={seed}: " + "; ".join(out))
 
 
 if __name__ == "__main__":

@@ -1302,12 +1302,13 @@ def test_a_costly_switch_spaces_the_context_refreshes_out():
     pol = ctl.policy
     fill_cells(pol.table, 64, {0: (6.0, 12), 3: (19.0, 12)})
     pol.table.context_at = [200.0] * len(pol.table.context_at)
-    pol._current, pol._context, pol._decisions = 3, 3000.0, 1000
+    pol._current, pol._context = 3, 3000.0
+    pol._bucket_decisions[bucket_of(64)] = 1000  # decisions at 64 (session 50: counted there)
     assert pol._plain_at_another_context(bucket_of(64))  # nothing learned about switching yet
     pol.switch.seconds[bucket_of(64)], pol.switch.count[bucket_of(64)] = 0.150, 4.0
-    pol._probes[(bucket_of(64), 0)] = (1, 1000 - 200)
+    pol._probed_at[(bucket_of(64), 0)] = 1000 - 200
     assert not pol._plain_at_another_context(bucket_of(64))  # 0.150 / (0.02 x 19 ms) = 395
-    pol._probes[(bucket_of(64), 0)] = (1, 1000 - 400)
+    pol._probed_at[(bucket_of(64), 0)] = 1000 - 400
     assert pol._plain_at_another_context(bucket_of(64))
 
 
