@@ -755,7 +755,8 @@ class GoodputPolicy:
     def _plain_at_another_context(self, bucket: int) -> bool:
         """While drafting, whether the plain cell is due for a refresh because it was measured
         at another context (`measured_at_another_context`), at most every
-        `drafting_refresh_gap` decisions, or more rarely where a switch on costs much. Drafting's edge shrinks with the context (each step
+        `drafting_refresh_gap` decisions at this bucket, or more rarely where a switch on costs
+        much. Drafting's edge shrinks with the context (each step
         reads the weights once for k + 1 tokens a request, the KV once either way), and while
         drafting only the drafting cells get samples: when the requests' contexts fell from
         3,000 tokens to 200 in simulation, a plain cell priced at the long contexts kept k = 3
