@@ -63,11 +63,11 @@ the same scenarios, for the before/after pairs. Scenarios:
   checkout: every launched sample entering its cell).
 - sweep-levels (session 50): the same-run sweep's order on session 50's H100 table (dense pair,
   dial 0.7; plain 2.6% ahead of k = 3 at 33-64, a switch on 1-193 ms by bucket), and on it with
-  drafting dearer from 32 up as at dial 0.5 (`plain-from-32`): a 150-decision
-  warm-up level at each of 1 / 4 / 16 / 32 / 64 / 128 running, then a 600-decision level at each
-  (~5 s), a drain to 1 between: per measured level, the switches on and the rate against the
-  better static choice there (`--root` of an older checkout: a switching refresh's budget counted
-  over every bucket's decisions).
+  drafting dearer from 32 up as at dial 0.5 (`plain-from-32`): a 150-decision warm-up level at
+  each of 1 / 4 / 16 / 32 / 64 / 128 running, then a 600-decision level at each (~5 s), a drain to
+  1 between: per measured level, the switches on and the rate against the better static choice
+  there (`--root` of an older checkout: a switching refresh's budget counted over every bucket's
+  decisions).
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -516,8 +516,9 @@ def sweep_levels() -> None:
     """Session 50 (H100, dial 0.5, 64 requests): plain on 382 of 389 steady decisions and 0.936x
     of plain, a k = 1 refresh and its catch-up in the 4.8-s window; the refresh's budget had been
     counted over every bucket's decisions since the warm-up's probes at 64. Here the sweep's
-    order on session 50's dial-0.7 table: per measured level, the switches on and the rate
-    against the better static choice there."""
+    order on session 50's dial-0.7 table, and on it with drafting dearer from 32 up as at dial
+    0.5: per measured level, the switches on and the rate against the better static choice
+    there."""
     from adaptive_spec.config import AdaptiveSpecConfig
     from adaptive_spec.controller import Controller
     from tests.unit.test_switch_cost import E3, run_switching
