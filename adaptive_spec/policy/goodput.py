@@ -921,14 +921,17 @@ class GoodputPolicy:
         if not expected:
             return {}
         out = {}
-        for b in range(MAX_BUCKET_EXP + 1):
-            if self.table.samples(b, 0) > 0:
-                times, prefill, ratios = self._parts_at(b, expected)
-                out[str(2 ** b)] = {"step": [round(1000 * t, 3) for t in times],
-                                    "prefill": [round(1000 * p, 3) for p in prefill],
-                                    "realized": [round(r, 3) for r in ratios],
-                                    "tokens": [round(e, 3) for e in expected]}
+        for b in self._plain_measured_buckets():
+            times, prefill, ratios = self._parts_at(b, expected)
+            out[str(2 ** b)] = {"step": [round(1000 * t, 3) for t in times],
+                                "prefill": [round(1000 * p, 3) for p in prefill],
+                                "realized": [round(r, 3) for r in ratios],
+                                "tokens": [round(e, 3) for e in expected]}
         return out
+
+    def _plain_measured_buckets(self) -> list:
+        """The buckets with a measured plain step: those the status reads the model at."""
+        return [b for b in range(MAX_BUCKET_EXP + 1) if self.table.samples(b, 0) > 0]
 
     def choices_now(self) -> dict:
         """What the cost model would run at each batch bucket with a measured plain step, at the
@@ -940,11 +943,10 @@ class GoodputPolicy:
         if self._last_expected is None:
             return {"choice_by_bucket": {}, "threshold_suggestion": None}
         choices = {}
-        for b in range(MAX_BUCKET_EXP + 1):
-            if self.table.samples(b, 0) > 0:
-                _, candidates, goodput = self._goodput_at(b, self._last_expected)
-                best = _argmax(candidates, goodput)
-                choices[b] = [best, round(goodput[best] / goodput[0], 3)]
+        for b in self._plain_measured_buckets():
+            _, candidates, goodput = self._goodput_at(b, self._last_expected)
+            best = _argmax(candidates, goodput)
+            choices[b] = [best, round(goodput[best] / goodput[0], 3)]
         return {"choice_by_bucket": {str(2 ** b): c for b, c in choices.items()},
                 "threshold_suggestion": threshold_from(choices)}
 
