@@ -255,7 +255,7 @@ class Controller:
         result beside it is dropped (session 47: 5 such launches set plain's launch extra at 64
         requests to 1.6-1.8 ms a batch)."""
         self._extend_launched = True
-        self._extend_wave |= PrefillLoad.is_wave(admitted, self.snapshot.running)
+        self._extend_wave |= PrefillLoad.is_wave(admitted, self._decode_batch_beside())
         if not self._prefill_results_reported:
             self._unsampled = 2
 
@@ -282,9 +282,21 @@ class Controller:
         observe = getattr(self.policy, "observe_prefill", None)
         if observe is not None:
             try:
-                observe(self.snapshot.running, since, admitted, plain=self._prefill_plain)
+                observe(self._decode_batch_beside(), since, admitted, plain=self._prefill_plain)
             except Exception as exc:  # bookkeeping: never a reason to stop serving
                 self.fail(f"prefill hook: {exc!r}")
+
+    def _decode_batch_beside(self) -> int:
+        """The decode batch a prefill runs beside: the last decision's (the worker's batch, as
+        the decode results' samples are bucketed), the scheduler's snapshot only before any
+        decision. The snapshot also counts requests that finished but SGLang has not dropped yet
+        and those just merged in: at a sweep level of 2^n requests, a bucket's top, it put
+        prefills one bucket up. GPU, session 51 (H100, dense pair, 32 and 64 requests): the
+        status's 65-128 bucket held 26 prefill batches (decayed) in a sweep of at most 64, and
+        64's prefill term read 3.48 ms a step where the run's own samples, put through the term
+        by their decode batch, read 4.22: drafting, which brings more prefills a step, priced
+        ~3% cheap where plain won by 3-4%."""
+        return self.decided_running or self.snapshot.running
 
     def on_result(self, steps: int, correct_drafts_per_req: Sequence[int], mode: Optional[str] = None) -> None:
         """A decode result reached the CPU; `steps` is what that batch ran with, `mode` how

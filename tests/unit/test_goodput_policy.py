@@ -1046,6 +1046,27 @@ def test_the_controller_reports_a_prefills_time_and_new_requests(monkeypatch):
     assert seen == [(4, 0.015, 3, False)]
 
 
+def test_a_prefill_is_priced_at_the_decode_batch_beside_it_not_the_snapshots_count(monkeypatch):
+    """GPU, session 51 (64 requests): the scheduler's snapshot also counts finished requests not
+    dropped yet and new ones just merged, and prefills beside a batch of 64 went to the 65-128
+    bucket, where no decode step ever ran; the term at 64 missed them."""
+    now = [0.0]
+    monkeypatch.setattr(signals, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    ctl.on_snapshot(LoadSnapshot(running=64))
+    ctl.decide(64)
+    for t in (0.00, 0.01, 0.02):  # the second and third are steady load (prefill_load.py)
+        now[0] = t
+        ctl.on_result(0, [0] * 64)
+    ctl.on_snapshot(LoadSnapshot(running=66))  # 2 finished, not dropped yet; 2 merged
+    now[0] = 0.03
+    ctl.on_prefill_result(2)
+    ctl.policy.prefill.sync(lambda v: v)  # merged as at the policy's next sync (one rank)
+    kinds = ctl.policy.prefill.snapshot_kinds()
+    # [plain ms a batch, plain batches, spec ms, spec batches]: one spec prefill of 10 ms at 64
+    assert kinds == {"64": [None, 0.0, 10.0, 1.0]}, kinds
+
+
 def test_refreshes_of_filled_cells_have_their_own_reason():
     # a sweep row's decisions by reason then tell the two kinds of probe apart
     ctl = make_ctl()
