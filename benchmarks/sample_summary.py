@@ -66,6 +66,16 @@ sample taken as an ordinary one (before session 49) and with those beside a pref
 entering a cell at the bucket's launched share: each k's mean after every second sync. Session
 49 (H100, 16 requests, run 2): k = 3's cell read 13.37 ms after an arrival burst of launches
 against 10.1-10.5 for k = 2, 9.87 at the bucket's share (`2026-12-06-s49-readings.txt`).
+
+  python -m adaptive_spec.bench.sample_summary --replay-prefill server-*.log
+
+Every row through the goodput policy's prefill term (policy/prefill_load.py) at its own decode
+batch's bucket, a sync every 32 rows: each bucket's prefill ms a decode step at the end, beside
+the server's status (`prefill_ms_admitted_tokens_per_step`, its first value). The rows do not
+hold a prefill's new requests: a row's prefills count as one batch of one request, which moves
+the batch counts and fits, not the seconds a step. Session 51 (H100, 64 requests): the server
+read 3.48 ms a step at 33-64, its rows 4.22: its prefills had gone by the scheduler's count,
+which put some at 65-128 (`Controller._decode_batch_beside`).
 """
 from __future__ import annotations
 
@@ -79,7 +89,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, List
 
-from adaptive_spec.policy.step_table import StepTimeTable, bucket_label, bucket_of
+from adaptive_spec.policy.prefill_load import PrefillLoad
+from adaptive_spec.policy.step_table import MAX_BUCKET_EXP, StepTimeTable, bucket_label, bucket_of
 from adaptive_spec.sample_log import (AFTER_PREFILL, DROPPED, GREW, PLAIN_PREFILL, SWITCHED,
                                       UNSTEADY)
 
@@ -336,6 +347,34 @@ def replay_table(rows: List[list], bucket: int) -> str:
     return _aligned(out)
 
 
+def replay_prefill(rows: List[list]) -> str:
+    """Every row (those since session 40, which carry prefill ms and tokens) through the
+    prefill term at its decode batch's bucket, a sync every REPLAY_SYNC_ROWS rows: per bucket,
+    the term's prefill ms a decode step and decode steps behind it (capped and decayed as the
+    policy's), and the steady rows' own mean prefill ms for comparison. A reading of the
+    logs, not the policy: see the module doc for what the rows do not hold."""
+    load, own = PrefillLoad(MAX_BUCKET_EXP + 1), {}
+    for n, (bs, _, _, flags, prefill_ms, tokens) in enumerate(
+            (r for r in rows if len(r) >= 6), start=1):
+        b = bucket_of(bs)
+        if prefill_ms > 0:
+            load.on_prefill(b, prefill_ms / 1000.0, 1, plain=bool(flags & PLAIN_PREFILL),
+                            batch_size=bs)
+        load.on_decode(b, tokens, bs)
+        if load.steady:
+            own.setdefault(b, []).append(prefill_ms)
+        if n % REPLAY_SYNC_ROWS == 0:
+            load.sync(lambda v: v)  # one rank: the reducer's mean is the values themselves
+    load.sync(lambda v: v)
+    out = [["bucket", "term ms a step", "steps", "steady rows", "their mean ms"]]
+    for label, (ms, _, _) in load.snapshot().items():
+        b = int(label).bit_length() - 1
+        mine = own.get(b, [])
+        out.append([bucket_label(b), f"{ms:.3f}", f"{load.steps[b]:.0f}", str(len(mine)),
+                    f"{statistics.fmean(mine):.3f}" if mine else "-"])
+    return _aligned(out) if len(out) > 1 else "(no rows with prefill ms)"
+
+
 # The views instead of one bucket's table, the first one asked for printed: flag, help, the title
 # after the log's name (None: the view is one line, printed after the name), what prints it from
 # the rows and --bucket
@@ -354,6 +393,9 @@ VIEWS = (
     ("replay-table", "--bucket's rows through the step-time table, launched samples at the "
      "bucket's share or not", "--bucket's rows through the step-time table, ms / samples",
      replay_table),
+    ("replay-prefill", "every row through the prefill term at its decode batch's bucket",
+     "every row through the prefill term by its decode batch, ms a step",
+     lambda rows, bucket: replay_prefill(rows)),
     ("coverage", "per bucket and k, every row: seconds and the batch's tokens a second",
      "the server's throughput as its samples account for it",
      lambda rows, bucket: coverage(rows)),

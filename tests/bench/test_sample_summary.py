@@ -288,3 +288,21 @@ def test_replay_table_takes_launched_rows_into_a_cell_at_the_buckets_share(tmp_p
     # 12.52
     assert cols == [["64", "before", "-", "-", "11.50/32", "13.41/32"],
                     ["64", "launch", "share", "-", "-", "11.50/32", "12.52/29"]]
+
+
+def test_replay_prefill_puts_each_rows_prefills_at_its_decode_batch(tmp_path, capsys):
+    """Session 51: the rows through the prefill term by their own decode batch, to set beside
+    the server's status (which had charged prefills by the scheduler's count)."""
+    after = sample_log.AFTER_PREFILL
+    rows = [[64, 3, 20.0, 0, 0.0, 2.5]]  # the first: the recent batch is not known yet
+    rows += [[64, 3, 20.0, after, 10.0, 2.5] if i % 2 else [64, 3, 20.0, 0, 0.0, 2.5]
+             for i in range(31)]
+    rows += [[8, 0, 5.0, 0]]  # a row of an old log: left out
+    log = tmp_path / "server-adaptive-spec_goodput.log"
+    log.write_text(f"adaptive_spec samples rank=0 rows={json.dumps(rows)}\n")
+    assert ss.main([str(log), "--replay-prefill"]) == 0
+    cols = [ln.split() for ln in capsys.readouterr().out.strip().splitlines()[2:]]
+    # 31 steady decode steps (the 2nd row on) and 15 prefills of 10 ms beside them:
+    # 150 / 31 = 4.839 ms a step, merged at the sync after the 32nd row
+    assert cols == [["33-64", "4.839", "31", "31", "4.839"]]
+    assert ss.replay_prefill([[8, 0, 5.0, 0]]) == "(no rows with prefill ms)"
