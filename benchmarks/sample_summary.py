@@ -354,7 +354,7 @@ def replay_prefill(rows: List[list]) -> str:
     policy's), and the steady rows' own mean prefill ms for comparison. A reading of the
     logs, not the policy: see the module doc for what the rows do not hold."""
     load, own = PrefillLoad(MAX_BUCKET_EXP + 1), {}
-    for n, (bs, _, _, flags, prefill_ms, tokens) in enumerate(
+    for n, (bs, _, _, flags, prefill_ms, tokens, *_) in enumerate(
             (r for r in rows if len(r) >= 6), start=1):
         b = bucket_of(bs)
         if prefill_ms > 0:
