@@ -396,8 +396,10 @@ class Controller:
         """A decode result's wall time with the prefills since the last one, and the tokens it
         gave each request, to the policy's realized goodput (policy/realized.py). Left out: the
         results a switch's catch-up lands in, which switch_cost.py prices (a catch-up or re-entry
-        result, and the off result before it, which waits here for that verdict), and the first
-        REALIZED_SETTLE_RESULTS results after any change between plain and drafting."""
+        result, and the off result before it, which waits here for that verdict), the first
+        REALIZED_SETTLE_RESULTS results after any change between plain and drafting, and, asked
+        at the result itself, those whose interval the policy's prefill term did not count whole
+        (`result_priced`: a wave's prefill, or one beside an unsteady step)."""
         observe = getattr(self.policy, "observe_realized", None)
         wall = None if seconds is None else seconds + self._prefill_since_decode
         self._prefill_since_decode = 0.0
@@ -411,8 +413,9 @@ class Controller:
             return  # and the held off result with it
         if held is not None:
             observe(*held)
-        if wall is None or run <= REALIZED_SETTLE_RESULTS:
-            return
+        priced = getattr(self.policy, "result_priced", None)
+        if wall is None or run <= REALIZED_SETTLE_RESULTS or (priced is not None and not priced()):
+            return  # an unpriced interval: its wall holds what the model leaves out on purpose
         if drafting:
             observe(batch_size, steps, wall, tokens)
         else:

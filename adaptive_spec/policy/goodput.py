@@ -310,6 +310,13 @@ class GoodputPolicy:
         """A decode result: each request gained `tokens_per_request` tokens (mean)."""
         self.prefill.on_decode(bucket_of(batch_size), tokens_per_request, batch_size)
 
+    def result_priced(self) -> bool:
+        """Whether the decode result just observed (`observe_decode`) may count in the realized
+        rate: its interval is one the prefill term counted whole (`PrefillLoad.interval_priced`).
+        Asked by the controller at the result itself: a plain result reaches
+        `observe_realized` one result later (`Controller._observe_realized`)."""
+        return self.prefill.interval_priced
+
     def observe_realized(self, batch_size: int, k: int, seconds: float, tokens: float) -> None:
         """A decode result at step count k took `seconds` of wall time, the prefill results
         since the last decode result included, and its requests gained `tokens` each: against

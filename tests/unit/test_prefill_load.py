@@ -5,6 +5,7 @@ import math
 import pytest
 
 from adaptive_spec.policy.prefill_load import PrefillLoad
+from adaptive_spec.policy.step_table import bucket_of
 
 
 def fed(load, bucket, steps, tokens, prefills):
@@ -323,3 +324,28 @@ def test_a_kind_seen_in_larger_batches_is_priced_at_the_buckets_batch_size():
     fed(far, 6, 401, 1.0, [(0.006, 1), (0.008, 2), (0.010, 3)] * 10 + [(0.030, 20, True)] * 6)
     far.sync(lambda v: v)
     assert far.kind_mean(6, True) == pytest.approx(0.015)
+
+
+def test_an_interval_is_priced_only_when_the_term_counted_it_whole():
+    """Session 51: the realized rate counts a decode result only where this term counted every
+    prefill in its interval (`interval_priced`); a wave's prefill, or one beside an unsteady
+    step, is left out here, and the result after it is not priced."""
+    load = PrefillLoad(buckets=8)
+    b = bucket_of(64)
+    load.on_decode(b, 1.0, 64)  # the first step: no recent batch yet, unsteady
+    assert not load.interval_priced
+    load.on_decode(b, 1.0, 64)
+    assert load.interval_priced
+    load.on_prefill(b, 0.008, 2, batch_size=64)  # steady turnover: counted
+    load.on_decode(b, 1.0, 64)
+    assert load.interval_priced
+    load.on_prefill(b, 0.030, 12, batch_size=64)  # 12 > max(4, 64 / 8): a wave, left out
+    load.on_decode(b, 1.0, 64)
+    assert not load.interval_priced
+    load.on_decode(b, 1.0, 57)  # 57 is more than 10% off the recent ~64: unsteady
+    assert not load.interval_priced
+    load.on_prefill(b, 0.035, 2, batch_size=57)  # beside that unsteady step: left out
+    load.on_decode(b, 1.0, 64)  # steady again, but its interval holds the 35 ms
+    assert load.steady and not load.interval_priced
+    load.on_decode(b, 1.0, 64)
+    assert load.interval_priced
