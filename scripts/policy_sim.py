@@ -68,11 +68,20 @@ the same scenarios, for the before/after pairs. Scenarios:
   1 between: per measured level, the switches on and the rate against the better static choice
   there (`--root` of an older checkout: a switching refresh's budget counted over every bucket's
   decisions).
+- level-entry (session 51): a warm-up visit of 150 decisions at 1 / 32 / 64 running (at 64 no
+  turnover yet and three dips to 55, each followed by three 13-ms plain prefills), then measured
+  levels of 600 at each, a drain to 1 between, steady turnover (arrivals as requests finish, 192
+  tokens each) and prefill batches of 6.2 / 8.5 ms (plain / spec) on session 50's step times: at
+  64 plain leads k = 3 by ~4%. Per seed, plain's realized ratio at 64 as the measured 64 level
+  begins, that level's drafting decisions (in its first 150 and in all) and its rate against the
+  better static choice (`--root` of an older checkout: results
+  whose interval holds prefills the prefill term left out counted in the realized rate).
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
 """
 import argparse
+import math
 import random
 import sys
 from collections import Counter
@@ -145,6 +154,7 @@ def main() -> int:
     descend()
     level_starts()
     sweep_levels()
+    level_entry()
     return 0
 
 
@@ -564,6 +574,122 @@ def sweep_levels() -> None:
                 out.append(f"{level}: {ons} on, {rate / best:.3f}")
                 start += 600 + len(drain)
             print(f"sweep-levels {name} seed={seed}: " + "; ".join(out))
+
+
+# Session 51 (H100, dense pair, dial 0.7): prefill batches a ms, plain and spec kind (the final
+# status of `2026-12-06-s51-dense-16-128-prefill-bucket.json`: 6.2 / 9.9 at 64, spec 8.6 at 32;
+# spec set to 8.5 here so that plain leads k = 3 at 64 by ~4%, as forced on made 0.963x of plain)
+S51_PREFILL_MS = (6.2, 8.5)
+S51_NEW_TOKENS = 192  # the sweep's mean new tokens a request: a request finishes every L / E_k steps
+
+
+def _poisson(rng, mean: float) -> int:
+    """A Poisson draw (Knuth's, for the small means here)."""
+    limit, n, prod = math.exp(-mean), 0, rng.random()
+    while prod > limit:
+        n, prod = n + 1, prod * rng.random()
+    return n
+
+
+def run_with_prefills(ctl, plan, cost, switch_s, seed, measured_from):
+    """The controller driven as the server drives it (overlap scheduler: a decode result after
+    the next decision; its prefills' results after it, their time in the next result's wall),
+    each step of `plan` (batch size, dip prefills or None) followed by prefills of the requests
+    it finished: None draws steady turnover (a Poisson number of arrivals, bs x E_k / L a step;
+    one prefill batch if any), else the given [(ms, admitted)]. Plain prefills while plain,
+    spec ones while drafting. Returns (chosen k, from `measured_from` on: tokens at E_k, seconds
+    with prefills and catch-ups)."""
+    from tests.unit.draft_sim import correct_drafts
+    from adaptive_spec.signals import LoadSnapshot
+    dts, pre_dts = [], []
+    ctl.timer.tick = lambda steps, now=None: dts.pop(0)
+    ctl.timer.elapsed = lambda now=None: pre_dts.pop(0)
+    rng = random.Random(seed)
+    expected = [1.0, 1.7, 2.19, 2.533]
+    pending, last_k, chosen, tokens, seconds = None, None, [], 0.0, 0.0
+    for i, (bs, dip) in enumerate(plan):
+        ctl.on_snapshot(LoadSnapshot(running=bs))
+        k = ctl.decide(bs).steps
+        mode = "off" if k == 0 else ("catchup" if last_k == 0 else "on")
+        t = cost(bs)[k] * (1 + rng.uniform(-0.02, 0.02))
+        spent = t
+        if mode == "catchup":
+            price = switch_s(bs)
+            spent += price
+            t += price / 2
+            if pending is not None:
+                pending[2] += price / 2
+        if pending is not None:
+            dts.append(pending[2])
+            ctl.on_result(pending[0], pending[1], pending[3])
+            for ms, admitted in pending[4]:
+                ctl.note_mode("prefill-plain" if pending[0] == 0 else "prefill-spec")
+                pre_dts.append(ms / 1000)
+                ctl.on_prefill_result(admitted)
+        if dip is None:
+            n = _poisson(rng, bs * expected[k] / S51_NEW_TOKENS)
+            prefills = [(S51_PREFILL_MS[k > 0], n)] if n else []
+        else:
+            prefills = dip
+        if i >= measured_from:
+            tokens += expected[k]
+            seconds += spent + sum(ms for ms, _ in prefills) / 1000
+        pending, last_k = [k, correct_drafts(rng, bs, 0.7, k), t, mode, prefills], k
+        chosen.append(k)
+    return chosen, tokens, seconds
+
+
+def level_entry() -> None:
+    """Session 51 (H100, dial 0.7, 64 requests): the first measured pass began drafting on what
+    the warm-up visit had left, plain's realized ratio 0.853 from results after dips of the batch
+    whose intervals held 33-45 ms of plain prefills the prefill term had left out. Here a warm-up
+    visit at 1 / 32 / 64 (150 decisions; at 64 three dips to 55 running, each followed by three
+    plain prefills of 13 ms), then measured levels of 600 at 1 / 32 / 64, a drain to 1 between,
+    steady turnover everywhere else, on session 50's step times and the prefill costs above:
+    per seed, the 64 level's drafting decisions in its first 150 and in all, and its rate
+    against the better static choice there (k = 0 or 3 with its expected prefills)."""
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.controller import Controller
+
+    levels = (1, 32, 64)
+
+    def cost(bs):
+        return tuple(ms / 1000 for ms in S50_STEP_MS[next(n for n in sorted(S50_STEP_MS) if bs <= n)])
+
+    def switch_s(bs):
+        return S50_SWITCH_MS[next(n for n in sorted(S50_SWITCH_MS) if bs <= n)] / 1000
+
+    drain = [(1, None)] * 30
+    dips = {60, 90, 120}
+    warm = []
+    for level in levels:
+        for i in range(150):
+            if level == 64 and i in dips:
+                warm.append((55, [(13.0, 3)] * 3))
+            else:
+                warm.append((level, [] if level == 64 else None))  # the wave: no turnover yet
+        warm += drain
+    measured = [step for level in levels for step in [(level, None)] * 600 + drain]
+    start_64 = len(warm) + 2 * (600 + len(drain))
+    expected = [1.0, 1.7, 2.19, 2.533]
+
+    def static_rate(k):  # tokens a second a request at 64, prefills at their expected cost
+        a = 64 * expected[k] / S51_NEW_TOKENS
+        return expected[k] / (cost(64)[k] + (1 - math.exp(-a)) * S51_PREFILL_MS[k > 0] / 1000)
+
+    best = max(static_rate(0), static_rate(3))
+    for seed in range(3):
+        ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+        run_with_prefills(ctl, (warm + measured)[:start_64], cost, switch_s, seed, start_64)
+        entry = ctl.policy.describe()["realized_ratio"].get("64", {}).get("0", ["-"])[0]
+        ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+        chosen, tokens, seconds = run_with_prefills(ctl, (warm + measured)[:start_64 + 600], cost,
+                                                    switch_s, seed, start_64)
+        ks = chosen[start_64:]
+        print(f"level-entry seed={seed}: plain's realized ratio at 64 on arrival {entry}; "
+              f"at 64 drafting {sum(1 for k in ks[:150] if k)} of the "
+              f"first 150, {sum(1 for k in ks if k)} of 600; rate {tokens / seconds / best:.3f} "
+              f"of the better static (plain {static_rate(0) / static_rate(3):.3f}x k = 3)")
 
 
 if __name__ == "__main__":
