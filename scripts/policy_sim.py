@@ -522,6 +522,17 @@ S50_STEP_MS = {1: (5.9, 6.4, 8.0, 8.7), 4: (6.45, 7.8, 8.2, 9.0), 16: (6.6, 9.85
 S50_SWITCH_MS = {1: 1.0, 4: 4.9, 16: 12.7, 32: 44.2, 64: 94.2, 128: 192.8}
 
 
+def s50_cost(bs):
+    """Session 50's step seconds (k = 0..3) at a batch size: the smallest listed bucket
+    holding it."""
+    return tuple(ms / 1000 for ms in S50_STEP_MS[next(n for n in sorted(S50_STEP_MS) if bs <= n)])
+
+
+def s50_switch_s(bs):
+    """Session 50's switch-on price (s) at a batch size, likewise."""
+    return S50_SWITCH_MS[next(n for n in sorted(S50_SWITCH_MS) if bs <= n)] / 1000
+
+
 def sweep_levels() -> None:
     """Session 50 (H100, dial 0.5, 64 requests): plain on 382 of 389 steady decisions and 0.936x
     of plain, a k = 1 refresh and its catch-up in the 4.8-s window; the refresh's budget had been
@@ -534,15 +545,10 @@ def sweep_levels() -> None:
     from tests.unit.test_switch_cost import E3, run_switching
 
     levels = sorted(S50_STEP_MS)
+    cost, switch_s = s50_cost, s50_switch_s
 
     def edge(bs):  # the table's row for a batch size: the smallest listed bucket holding it
         return next(n for n in levels if bs <= n)
-
-    def cost(bs):
-        return tuple(ms / 1000 for ms in S50_STEP_MS[edge(bs)])
-
-    def switch_s(bs):
-        return S50_SWITCH_MS[edge(bs)] / 1000
 
     # dial 0.5's shape from 32 up (its run: EAGLE-3 at 0.92x / 0.76x / 0.57x of plain at 32 /
     # 64 / 128): the drafting steps there dearer by these factors, p = 0.7 kept
@@ -580,7 +586,7 @@ def sweep_levels() -> None:
 # status of `2026-12-06-s51-dense-16-128-prefill-bucket.json`: 6.2 / 9.9 at 64, spec 8.6 at 32;
 # spec set to 8.5 here so that plain leads k = 3 at 64 by ~4%, as forced on made 0.963x of plain)
 S51_PREFILL_MS = (6.2, 8.5)
-S51_NEW_TOKENS = 192  # the sweep's mean new tokens a request: a request finishes every L / E_k steps
+S51_NEW_TOKENS = 192  # the sweep's mean new tokens a request (one finishes every L / E_k steps)
 
 
 def _poisson(rng, mean: float) -> int:
@@ -652,12 +658,7 @@ def level_entry() -> None:
     from adaptive_spec.controller import Controller
 
     levels = (1, 32, 64)
-
-    def cost(bs):
-        return tuple(ms / 1000 for ms in S50_STEP_MS[next(n for n in sorted(S50_STEP_MS) if bs <= n)])
-
-    def switch_s(bs):
-        return S50_SWITCH_MS[next(n for n in sorted(S50_SWITCH_MS) if bs <= n)] / 1000
+    cost, switch_s = s50_cost, s50_switch_s
 
     drain = [(1, None)] * 30
     dips = {60, 90, 120}
