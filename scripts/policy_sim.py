@@ -597,23 +597,26 @@ def _poisson(rng, mean: float) -> int:
     return n
 
 
-def run_with_prefills(ctl, plan, cost, switch_s, seed, measured_from):
+def run_with_prefills(ctl, plan, cost, switch_s, seed, measured_from, on_measured=None):
     """The controller driven as the server drives it (overlap scheduler: a decode result after
     the next decision; its prefills' results after it, their time in the next result's wall),
     each step of `plan` (batch size, dip prefills or None) followed by prefills of the requests
     it finished: None draws steady turnover (a Poisson number of arrivals, bs x E_k / L a step;
     one prefill batch if any), else the given [(ms, admitted)]. Plain prefills while plain,
-    spec ones while drafting. Returns (chosen k, from `measured_from` on: tokens at E_k, seconds
-    with prefills and catch-ups)."""
+    spec ones while drafting; `on_measured(ctl)` called as the measured part begins. Returns
+    (chosen k, from `measured_from` on: tokens at E_k, seconds with prefills and catch-ups)."""
     from tests.unit.draft_sim import correct_drafts
+    from tests.unit.test_goodput_policy import expected_tokens
     from adaptive_spec.signals import LoadSnapshot
     dts, pre_dts = [], []
     ctl.timer.tick = lambda steps, now=None: dts.pop(0)
     ctl.timer.elapsed = lambda now=None: pre_dts.pop(0)
     rng = random.Random(seed)
-    expected = [1.0, 1.7, 2.19, 2.533]
+    expected = [expected_tokens(0.7, k) for k in range(4)]
     pending, last_k, chosen, tokens, seconds = None, None, [], 0.0, 0.0
     for i, (bs, dip) in enumerate(plan):
+        if i == measured_from and on_measured is not None:
+            on_measured(ctl)
         ctl.on_snapshot(LoadSnapshot(running=bs))
         k = ctl.decide(bs).steps
         mode = "off" if k == 0 else ("catchup" if last_k == 0 else "on")
@@ -656,6 +659,7 @@ def level_entry() -> None:
     against the better static choice there (k = 0 or 3 with its expected prefills)."""
     from adaptive_spec.config import AdaptiveSpecConfig
     from adaptive_spec.controller import Controller
+    from tests.unit.test_goodput_policy import expected_tokens
 
     levels = (1, 32, 64)
     cost, switch_s = s50_cost, s50_switch_s
@@ -672,21 +676,22 @@ def level_entry() -> None:
         warm += drain
     measured = [step for level in levels for step in [(level, None)] * 600 + drain]
     start_64 = len(warm) + 2 * (600 + len(drain))
-    expected = [1.0, 1.7, 2.19, 2.533]
+    expected = [expected_tokens(0.7, k) for k in range(4)]
 
     def static_rate(k):  # tokens a second a request at 64, prefills at their expected cost
         a = 64 * expected[k] / S51_NEW_TOKENS
         return expected[k] / (cost(64)[k] + (1 - math.exp(-a)) * S51_PREFILL_MS[k > 0] / 1000)
 
     best = max(static_rate(0), static_rate(3))
+    def plain_ratio_at_64(ctl):
+        return ctl.policy.describe()["realized_ratio"].get("64", {}).get("0", ["-"])[0]
+
     for seed in range(3):
-        ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
-        run_with_prefills(ctl, (warm + measured)[:start_64], cost, switch_s, seed, start_64)
-        entry = ctl.policy.describe()["realized_ratio"].get("64", {}).get("0", ["-"])[0]
-        ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
-        chosen, tokens, seconds = run_with_prefills(ctl, (warm + measured)[:start_64 + 600], cost,
-                                                    switch_s, seed, start_64)
-        ks = chosen[start_64:]
+        ctl, on_arrival = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3)), []
+        chosen, tokens, seconds = run_with_prefills(
+            ctl, (warm + measured)[:start_64 + 600], cost, switch_s, seed, start_64,
+            on_measured=lambda c: on_arrival.append(plain_ratio_at_64(c)))
+        entry, ks = on_arrival[0], chosen[start_64:]
         print(f"level-entry seed={seed}: plain's realized ratio at 64 on arrival {entry}; "
               f"at 64 drafting {sum(1 for k in ks[:150] if k)} of the "
               f"first 150, {sum(1 for k in ks if k)} of 600; rate {tokens / seconds / best:.3f} "
