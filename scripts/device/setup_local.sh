@@ -16,6 +16,11 @@
 # under flashinfer/data (5.1 MB unpacked; flashinfer's JIT reads cutlass/include and tools only)
 # and jedi with parso (IPython 9.15 imports jedi for completion only, in a try / except
 # ImportError; SGLang imports IPython.display at module level, never a completer).
+# Session 52 strips the debug info from the shared objects (`strip --strip-debug`: symbols for a
+# debugger, never read at run time): xgrammar's bindings (53 MB, 2.9 MB stripped) and zstandard's
+# C backend held it, ~10 MB packed. The check counts what a call really sends: a tar of the tree,
+# each file with its 512-B header and padding to 512 B (session 52: a tree 0.60 MB under the
+# limit by bytes alone was refused).
 # ADAPTIVE_SPEC_SHARED_DEVICE: another recipe folder; ADAPTIVE_SPEC_NO_BUILD=1: the copy and the
 # edits only.
 set -euo pipefail
@@ -23,14 +28,16 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SHARED=${ADAPTIVE_SPEC_SHARED_DEVICE:-$REPO/../shared/device}
 LIMIT=$((64 * 1024 * 1024))
 fail() { echo "error: $*" >&2; exit 2; }
+tar_bytes() { awk '{s += 512 + 512 * int(($1 + 511) / 512)} END {print s + 0}'; }
 check_size() {
   [ -f "$REPO/.bundle/sglang-site.tar.xz" ] || fail "no .bundle/sglang-site.tar.xz: run this script without --check"
   local tracked carried total
-  tracked=$(cd "$REPO" && git ls-files -z | xargs -0 stat -c %s | awk '{s += $1} END {print s + 0}')
-  carried=$(cd "$REPO" && find .bundle .device -type f -print0 | xargs -0 stat -c %s \
-    | awk '{s += $1} END {print s + 0}')
+  # bytes in 512-B tar blocks, one more for each file's header
+  tracked=$(cd "$REPO" && git ls-files -z | xargs -0 stat -c %s | tar_bytes)
+  carried=$(cd "$REPO" && find .bundle .device -type f -print0 | xargs -0 stat -c %s | tar_bytes)
   total=$((tracked + carried))
-  echo "travels: $tracked B tracked + $carried B carried = $total B of $LIMIT ($((LIMIT - total)) B left)"
+  echo "travels (as tar blocks): $tracked B tracked + $carried B carried = $total B of $LIMIT" \
+    "($((LIMIT - total)) B left)"
   [ "$total" -le "$LIMIT" ] || fail "over the 64-MiB limit by $((total - LIMIT)) B: trim the tracked tree or the bundle"
 }
 case "${1:-}" in
@@ -42,6 +49,7 @@ esac
 rm -rf "$REPO/.device"; mkdir -p "$REPO/.device"
 cp -r "$SHARED"/. "$REPO/.device/"; chmod -R u+w "$REPO/.device"
 MB="$REPO/.device/make_bundle.sh"
+command -v strip > /dev/null || fail "no 'strip' here (binutils): it strips the bundle's .so files"
 grep -q 'xz -T0 -6 >' "$MB" && grep -q '^rm -f "$OUTDIR/sglang-site.tar.xz"' "$MB" \
   || fail "$SHARED/make_bundle.sh changed: its xz line or its 'rm -f' before packing is not the one this script edits"
 sed -i -e 's/xz -T0 -6 >/xz -T2 -9e >/' \
@@ -51,10 +59,11 @@ sed -i -e 's/xz -T0 -6 >/xz -T2 -9e >/' \
 '  flashinfer/data/cccl/libcudacxx/test flashinfer/data/cccl/python/cuda_cccl/tests \\\n'\
 '  jsonschema/tests dill/tests referencing/tests; do rm -rf "$STAGE/site/$d"; done  # session 49\n'\
 'rm -rf "$STAGE/site/flashinfer/data/cutlass/examples" "$STAGE/site"/jedi* "$STAGE/site"/parso*'\
-'  # session 50\n&|' \
+'  # session 50\n'\
+'find "$STAGE/site" -name "*.so*" -type f -exec strip --strip-debug {} +  # session 52\n&|' \
   "$MB"
 echo "recipe copied to .device/ and edited (xz -T2 -9e, no jedi stubs, no diffusion runtime,"\
-  "no DeepGEMM JIT headers, no third-party tests, no CUTLASS examples, no jedi)"
+  "no DeepGEMM JIT headers, no third-party tests, no CUTLASS examples, no jedi, stripped .so)"
 [ "${ADAPTIVE_SPEC_NO_BUILD:-0}" = 1 ] && exit 0
 (cd "$REPO" && REPO="$REPO" bash "$MB")
 check_size

@@ -14,7 +14,7 @@ FAKE_RECIPE = """#!/usr/bin/env bash
 set -euo pipefail
 REPO="${REPO:-$PWD}"
 OUTDIR="$REPO/.bundle"
-STAGE=/nonexistent
+STAGE="$(mktemp -d)"; mkdir "$STAGE/site"  # the real one installs the site here
 mkdir -p "$OUTDIR"
 rm -f "$OUTDIR/sglang-site.tar.xz"
 : tar -C "$STAGE" -cf - site | xz -T0 -6 > "$OUTDIR/sglang-site.tar.xz"
@@ -57,6 +57,9 @@ def test_the_recipe_is_copied_edited_built_and_its_travel_checked(tmp_path):
     # session 50: CUTLASS's examples under flashinfer's data (its JIT reads include/, tools/)
     examples = edited.index('rm -rf "$STAGE/site/flashinfer/data/cutlass/examples"')
     assert examples < edited.index('rm -f "$OUTDIR') and '"$STAGE/site"/jedi*' in edited
+    # session 52: the shared objects' debug info stripped before packing (xgrammar's: 50 MB)
+    strip = edited.index('-name "*.so*" -type f -exec strip --strip-debug {} +')
+    assert examples < strip < edited.index('rm -f "$OUTDIR')
     assert (repo / ".bundle" / "sglang-site.tar.xz").stat().st_size == 50 * 2 ** 20  # built there
     assert "B of 67108864" in r.stdout.splitlines()[-1]
     assert run(repo, shared, 0, "--check").returncode == 0
@@ -67,6 +70,21 @@ def test_a_bundle_over_the_limit_is_one_line_and_exit_2(tmp_path):
     r = run(repo, shared, 64 * 2 ** 20)  # with the tracked file and .device: over
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "over the 64-MiB limit by" in r.stderr
+
+
+def test_the_check_counts_tar_blocks_not_bytes(tmp_path):
+    """A call sends a tar of the tree: each file takes a 512-B header and is padded to 512 B
+    (session 52: a tree 0.60 MB under the limit by its bytes was refused). A bundle leaving 100 B
+    by bytes is over once the tracked file (1,000 B -> 1,536 B with its header) and the two
+    scripts are counted in blocks."""
+    repo, shared = make_repo(tmp_path)
+    assert run(repo, shared, 1000).returncode == 0  # builds .device/ (the edited recipe)
+    files = [repo / "tracked.txt", *(repo / "scripts").rglob("*"), *(repo / ".device").rglob("*")]
+    sent = sum(f.stat().st_size for f in files if f.is_file())
+    r = run(repo, shared, 64 * 2 ** 20 - sent - 100)
+    assert r.returncode == 2 and "over the 64-MiB limit by" in r.stderr
+    r = run(repo, shared, 64 * 2 ** 20 - sent - 100 - 8 * 1024)  # room for the blocks
+    assert r.returncode == 0, r.stderr
 
 
 @pytest.mark.parametrize("recipe, args, says", [
