@@ -272,6 +272,12 @@ class Controller:
         self._extend_wave = False
         if self.sample_log is not None:
             self.sample_log.on_prefill_result(plain=self._prefill_plain)
+        admit = getattr(self.policy, "observe_admitted", None)
+        if admit is not None:  # every admission, also where its time is not priced below
+            try:
+                admit(admitted)
+            except Exception as exc:  # bookkeeping: never a reason to stop serving
+                self.fail(f"prefill hook: {exc!r}")
         # the wall time since the last result is this prefill's, taken from the decode batch
         # beside it: the goodput policy counts it (policy/prefill_load.py); not across idle gaps
         since = self.timer.elapsed()

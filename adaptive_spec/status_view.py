@@ -124,6 +124,9 @@ def _cost_model(cm: dict, chosen: Optional[int]) -> List[str]:
     if prefill:
         out.append("prefill per decode step, ms: " + "  ".join(
             f"{_bucket_label(b)}: {v[0]:g}" for b, v in _by_bucket(prefill)))
+    length = cm.get("prefill_request_length")
+    if length is not None:  # session 52: what the arrivals at each k are predicted from
+        out.append(f"decode tokens a request (arrivals = batch x tokens a step / it): {length:g}")
     kinds = cm.get("prefill_kind_ms") or {}
     if kinds:
         out.append("a prefill batch, ms, plain / with the draft's (batches): " + "  ".join(

@@ -44,8 +44,9 @@ def expected(per_position: List[float], k: int) -> float:
 
 def prefill_term(model: dict) -> PrefillLoad:
     """A PrefillLoad holding the merged values a status's cost model reports: the prefill time,
-    admissions and tokens a step, the prefill batches a step and, where reported (session 46),
-    each prefill kind's cost a batch."""
+    admissions and tokens a step, the prefill batches a step and, where reported, each prefill
+    kind's cost a batch (session 46) and the request length with each bucket's mean batch
+    (session 52)."""
     load = PrefillLoad(MAX_BUCKET_EXP + 1)
     snapshot = model.get("prefill_ms_admitted_tokens_per_step") or {}
     for bucket, (ms, admitted, tokens) in snapshot.items():
@@ -61,6 +62,13 @@ def prefill_term(model: dict) -> PrefillLoad:
             kinds += [(ms or 0.0) / 1000.0 * count, count]
         load.kinds[int(math.log2(int(bucket)))] = kinds
     moved_kinds(load, model)
+    if "prefill_request_length" not in model:  # a status from before session 52: its policy's
+        load.PRIOR_RATIO = 1.0  # plain / spec prior, and arrivals as measured at each bucket
+    elif model["prefill_request_length"] is not None:
+        load.length_admitted = load.LENGTH_MEMORY
+        load.length_tokens = model["prefill_request_length"] * load.LENGTH_MEMORY
+        for bucket, batch in (model.get("prefill_mean_batch") or {}).items():
+            load.batch[int(math.log2(int(bucket)))] = batch
     load.pool_kinds()  # the plain / spec ratio an unseen kind is priced at (session 47)
     return load
 

@@ -76,6 +76,12 @@ the same scenarios, for the before/after pairs. Scenarios:
   begins, that level's drafting decisions (in its first 150 and in all) and its rate against the
   better static choice (`--root` of an older checkout: results
   whose interval holds prefills the prefill term left out counted in the realized rate).
+- level-entry-requests (session 52): the sweep's order with requests as it makes them (each
+  level's N at once, each finished one replaced, a drain after; a warm-up of 2N of 128 tokens at
+  each N, then measured levels of 900 decisions with lengths 96-288): at 64 the drafting
+  decisions in the first 150 and in all, and at each level the rate against the better of k = 0
+  and k = 3 run alone over the same levels (`--root` of an older checkout: arrivals as measured
+  at each bucket, no request length, a plain / spec prefill prior of 1).
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -155,6 +161,7 @@ def main() -> int:
     level_starts()
     sweep_levels()
     level_entry()
+    level_entry_requests()
     return 0
 
 
@@ -656,7 +663,10 @@ def level_entry() -> None:
     plain prefills of 13 ms), then measured levels of 600 at 1 / 32 / 64, a drain to 1 between,
     steady turnover everywhere else, on session 50's step times and the prefill costs above:
     per seed, the 64 level's drafting decisions in its first 150 and in all, and its rate
-    against the better static choice there (k = 0 or 3 with its expected prefills)."""
+    against the better static choice there (k = 0 or 3 with its expected prefills). Its
+    turnover is drawn, not made by requests finishing (no wave is admitted, arrivals come from
+    the first decision): the request length it gives (session 52) is not the 192 drawn from;
+    `level_entry_requests` makes requests."""
     from adaptive_spec.config import AdaptiveSpecConfig
     from adaptive_spec.controller import Controller
     from tests.unit.test_goodput_policy import expected_tokens
@@ -696,6 +706,112 @@ def level_entry() -> None:
               f"at 64 drafting {sum(1 for k in ks[:150] if k)} of the "
               f"first 150, {sum(1 for k in ks if k)} of 600; rate {tokens / seconds / best:.3f} "
               f"of the better static (plain {static_rate(0) / static_rate(3):.3f}x k = 3)")
+
+
+WAVE_MS_A_REQUEST = 2.5  # a prefill batch's cost beyond its first request (session 47's waves)
+
+
+def run_requests(levels, cost, switch_s, seed, ctl=None, static_k=None):
+    """A request-level closed loop, as the same-run sweep drives a server: per level (N,
+    requests, length range, decisions) N requests at once (a wave), each finished one replaced
+    while the level issues (at most `requests`, every `decisions` decisions), then a drain to
+    none. Each request gains 1 + its correct drafts a step (dial 0.7); the requests finished in
+    a step arrive in one prefill batch (S51_PREFILL_MS of its kind plus WAVE_MS_A_REQUEST per
+    further request) reported after the next decision, as `run_with_prefills` orders them. The
+    controller decides (`ctl`) or a static k runs. Returns per level (tokens, seconds, the k of
+    each decision) over its issuing part."""
+    from tests.unit.draft_sim import correct_drafts
+    from adaptive_spec.signals import LoadSnapshot
+    rng = random.Random(seed)
+    dts, pre_dts = [], []
+    if ctl is not None:
+        ctl.timer.tick = lambda steps, now=None: dts.pop(0)
+        ctl.timer.elapsed = lambda now=None: pre_dts.pop(0)
+    pending, last_k, out = None, None, []
+    for n, budget, (short, long), decisions in levels:
+        reqs, issued, tokens, seconds, waiting = [], 0, 0.0, 0.0, min(n, budget)
+        step, chosen = 0, []
+        wave = [(S51_PREFILL_MS[0] + WAVE_MS_A_REQUEST * (waiting - 1), waiting)]
+        seconds += wave[0][0] / 1000
+        if ctl is not None and pending is not None:  # reported after the next decision
+            pending[4] = pending[4] + wave
+        elif ctl is not None:
+            pre_dts.append(wave[0][0] / 1000)
+            ctl.on_prefill_result(waiting)
+        while (step < decisions or reqs) and step < 20 * decisions:
+            issuing = step < decisions
+            if waiting:  # arrivals join after their prefill (run below, beside the last step)
+                reqs += [rng.randint(short, long) for _ in range(waiting)]
+                issued, waiting = issued + waiting, 0
+            bs = len(reqs)
+            if bs == 0:
+                break
+            k = static_k if ctl is None else ctl.decide(bs).steps
+            if ctl is not None:
+                ctl.on_snapshot(LoadSnapshot(running=bs))
+            mode = "off" if k == 0 else ("catchup" if last_k == 0 else "on")
+            t = cost(bs)[k] * (1 + rng.uniform(-0.02, 0.02))
+            spent = t
+            if mode == "catchup":
+                spent += switch_s(bs)
+                t += switch_s(bs) / 2
+            drafts = correct_drafts(rng, bs, 0.7, k)
+            if ctl is not None and pending is not None:
+                dts.append(pending[2])
+                ctl.on_result(pending[0], pending[1], pending[3])
+                for ms, admitted in pending[4]:
+                    ctl.note_mode("prefill-plain" if pending[0] == 0 else "prefill-spec")
+                    pre_dts.append(ms / 1000)
+                    ctl.on_prefill_result(admitted)
+            reqs = [left - 1 - c for left, c in zip(reqs, drafts)]
+            finished = sum(1 for left in reqs if left <= 0)
+            reqs = [left for left in reqs if left > 0]
+            if issuing:
+                waiting = min(finished, budget - issued)
+            prefills = ([(S51_PREFILL_MS[k > 0] + WAVE_MS_A_REQUEST * (waiting - 1), waiting)]
+                        if waiting else [])
+            if issuing:
+                tokens += bs + sum(drafts)
+                seconds += spent + sum(ms for ms, _ in prefills) / 1000
+                chosen.append(k)
+            pending, last_k = [k, drafts, t, mode, prefills], k
+            step += 1
+        out.append((tokens, seconds, chosen))
+    return out
+
+
+def level_entry_requests() -> None:
+    """Session 52: the same-run sweep's order with requests as the sweep makes them, so that a
+    level's arrivals wait for its requests to finish: a warm-up of 2N requests of 128 tokens at
+    each N of 1 / 16 / 32 / 64 / 128 (decisions enough for them), then measured levels of 900
+    decisions with lengths 96-288 (the sweep's 192 +- 50%), each level's N requests arriving
+    at once and a drain after, on session 50's table. Per seed: at 64 the drafting decisions in
+    the level's first 150 and in all; at each level the rate against the better of k = 0 and
+    k = 3 run alone over the same levels and requests (`--root` of an older checkout: arrivals
+    as measured at a bucket, a plain / spec prefill ratio of 1 before any bucket has run
+    both)."""
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.controller import Controller
+
+    sizes = (1, 16, 32, 64, 128)
+    warm = [(n, 2 * n, (128, 128), 10_000) for n in sizes]
+    measured = [(n, 10 ** 9, (96, 288), 900) for n in sizes]
+    at_64 = len(warm) + sizes.index(64)
+    for seed in range(3):
+        ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+        runs = [run_requests(warm + measured, s50_cost, s50_switch_s, seed, ctl=ctl)]
+        runs += [run_requests(warm + measured, s50_cost, s50_switch_s, seed, static_k=k)
+                 for k in (0, 3)]
+        rates = []
+        for level in range(len(warm), len(warm) + len(sizes)):
+            goodput, plain, k3 = (run[level][0] / run[level][1] for run in runs)
+            rates.append(f"{goodput / max(plain, k3):.3f}")
+        plain_x = (runs[1][at_64][0] / runs[1][at_64][1]) / (runs[2][at_64][0] / runs[2][at_64][1])
+        ks = runs[0][at_64][2]
+        print(f"level-entry-requests seed={seed}: at 64 drafting {sum(1 for k in ks[:150] if k)} "
+              f"of the first 150, {sum(1 for k in ks if k)} of {len(ks)} (plain {plain_x:.3f}x "
+              f"k = 3); rate of the better static at {' / '.join(map(str, sizes))}: "
+              f"{' / '.join(rates)}")
 
 
 if __name__ == "__main__":

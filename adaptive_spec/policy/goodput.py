@@ -256,6 +256,7 @@ class GoodputPolicy:
         # changes at a sync, so this is rebuilt once per sync, not per decision
         self._bucket_cache: dict = {}
         self._ratio_cache: dict = {}  # per bucket: each k's realized ratio (`_realized_ratios`)
+        self._decode_bucket = 0  # the last decode result's bucket (`result_priced`)
         self._cache_sync = -1
 
     # ---- inputs ---------------------------------------------------------------------
@@ -271,6 +272,11 @@ class GoodputPolicy:
         if seconds > 0:
             self.prefill.on_prefill(bucket_of(batch_size), seconds, max(0, admitted), plain,
                                     batch_size=batch_size)
+
+    def observe_admitted(self, admitted: int) -> None:
+        """A prefill's result admitted `admitted` new requests, whatever its time: the mean
+        request length counts every admission (prefill_load.py, "Arrivals predicted")."""
+        self.prefill.on_admitted(max(0, admitted))
 
     def observe_prefill_launch(self, batch_size: int, k: int, seconds: float) -> None:
         """A decode result at step count k processed right after a prefill batch's launch took
@@ -308,14 +314,16 @@ class GoodputPolicy:
 
     def observe_decode(self, batch_size: int, tokens_per_request: float) -> None:
         """A decode result: each request gained `tokens_per_request` tokens (mean)."""
-        self.prefill.on_decode(bucket_of(batch_size), tokens_per_request, batch_size)
+        self._decode_bucket = bucket_of(batch_size)
+        self.prefill.on_decode(self._decode_bucket, tokens_per_request, batch_size)
 
     def result_priced(self) -> bool:
         """Whether the decode result just observed (`observe_decode`) may count in the realized
-        rate: its interval is one the prefill term counted whole (`PrefillLoad.interval_priced`).
+        rate: its interval is one the prefill term counted whole (`PrefillLoad.interval_priced`)
+        at a bucket whose requests have begun to turn over (`PrefillLoad.turnover_begun`).
         Asked by the controller at the result itself: a plain result reaches
         `observe_realized` one result later (`Controller._observe_realized`)."""
-        return self.prefill.interval_priced
+        return self.prefill.interval_priced and self.prefill.turnover_begun(self._decode_bucket)
 
     def observe_realized(self, batch_size: int, k: int, seconds: float, tokens: float) -> None:
         """A decode result at step count k took `seconds` of wall time, the prefill results
@@ -904,6 +912,11 @@ class GoodputPolicy:
                 "prefill_kind_ratio": round(self.prefill.kind_ratio, 4),
                 # prefills left out of the prefill term as waves of arrivals (prefill_load.py)
                 "prefill_waves": self.prefill.waves,
+                # decode tokens a request takes, which arrivals are predicted from, and each
+                # bucket's mean batch they scale with (session 52)
+                "prefill_request_length": (None if self.prefill.request_length() is None
+                                           else round(self.prefill.request_length(), 1)),
+                "prefill_mean_batch": self.prefill.snapshot_batch(),
                 "switch_on_ms": self.switch.snapshot(),
                 # how long the model keeps preferring drafting, or plain (preferred_runs.py)
                 "preferred_runs_ms": self.runs.snapshot(),

@@ -77,8 +77,15 @@ unseen kind at it leans to drafting again: in session 47's sweep (H100, 64 reque
 drafted the whole level, no plain prefill ran there, and plain was priced at the spec prefills'
 mean, where at 128 plain ones cost 0.77x of spec ones. So the mean of all a kind leans to is
 first split between the kinds at `kind_ratio`, the plain / spec cost a batch pooled over the
-buckets where both ran (a geometric mean weighted by the fewer kind's batches, shrunk toward 1 by
-`RATIO_PRIOR` batches; 1 while no bucket has run both, the mean of all as before).
+buckets where both ran (a geometric mean weighted by the fewer kind's batches, shrunk toward
+`PRIOR_RATIO` by `RATIO_PRIOR` batches; PRIOR_RATIO while no bucket has run both). PRIOR_RATIO was
+1 until session 52; it is 0.75 since: a spec prefill runs the target's prefill and the draft's
+on top, never cheaper, and plain ones cost 0.50x (session 46, H100, 64 requests) and 0.77x
+(session 47, 128) of spec ones. A sweep drafts at 1-32 requests, and at its first 64 level plain
+had never run a prefill anywhere: at 1 plain was priced at spec's cost, and once the arrivals are
+predicted at their steady rate ("Arrivals predicted" below) that put plain's prefills ~2x dear at
+64, where plain and drafting are near a tie (in simulation, `policy_sim.py level-entry-waves`,
+goodput drafted all of 64's level where plain made 1.037x).
 
 Waves. A prefill admitting many new requests at once (more than `WAVE_MIN` and than
 `WAVE_SHARE` of the batch beside it) is a wave of arrivals, not steady turnover, and is left out
@@ -97,9 +104,28 @@ the bucket's mean batch along the batch fit's per-request slope (`kind_mean`: ow
 (its new requests a batch - the bucket's)), before it is shrunk or pooled into the ratio; no slope
 (every batch of one size, or a fit sloping down) leaves it as measured.
 
+Arrivals predicted (session 52). A bucket's measured arrivals a wait for turnover: a level
+whose requests all came at once (a wave, left out) finishes none for its shortest request's
+length, and those steady steps with no prefill dilute a for ~MEMORY_STEPS more. GPU, session 51
+(H100, 64 requests, the sweep's first pass): the term read 0.31 / 0.72 ms a step (k = 0 / 3) as
+the level began, on the warm-up visit's steps (waves only, no turnover), and 1.74 / 4.79 once it
+had filled near the level's end; goodput drafted until then, 0.947x of plain. In steady load
+requests arrive as they finish (a steady batch admits what leaves it), so a = b x E / L: the
+batch b, each request's E tokens a step, L decode tokens a request. L is counted over every
+admission and every decode token, waves and ramps included (`request_length`: a wave brings the
+admissions a ramp's steps lack), and a_k is then b_bucket x E_k / L, b_bucket the bucket's mean
+steady batch; the measured P / (1 - exp(-a)) still gives what a step with arrivals costs (how they
+batch, what a batch costs), a ratio the ramp dilutes alike above and below, taken at the nearest
+bucket that has one while this one has none (`cost_bucket`). Before L is known a_k = a * E_k /
+E_cur at the bucket's own measurements, as before. A chunked prompt's prefill counts once a chunk,
+as a batch of its own does: L is then decode tokens per prefill entry, what the term prices.
+While a level's requests have not begun to finish, the prefills the term predicts are missing
+from the wall times: the realized rate waits for them (`turnover_begun`).
+
 Tensor parallel: the prefill seconds are each rank's own wall time; like the step times they
 are merged only at the policy's syncs through its reducer (an all-reduce mean), so every rank
-reads the same values. Admissions and accept lengths are rank-identical already.
+reads the same values. Admissions and accept lengths are rank-identical already, and so is
+`request_length`, kept on every rank from them alone.
 """
 
 from __future__ import annotations
@@ -133,10 +159,15 @@ class PrefillLoad:
     LAUNCH_MEMORY = 64.0  # prefill launches of history a launch extra weighs at most
     LAUNCH_MIN = 4.0  # launches seen at (bucket, k) before its extra is read
     KIND_PRIOR = 8.0  # pseudo-batches at the mean of all that a kind's own cost is shrunk by
-    RATIO_PRIOR = 8.0  # batches at a plain / spec ratio of 1 the pooled ratio is shrunk by
+    RATIO_PRIOR = 8.0  # batches at PRIOR_RATIO the pooled plain / spec ratio is shrunk by
+    PRIOR_RATIO = 0.75  # plain over spec a batch before any bucket has run both (module doc)
     KIND_MEAN_FLOOR = 0.5  # a kind's mean moved to the bucket's batch size keeps this share
     WAVE_MIN = 4  # a prefill admitting more new requests than this and than WAVE_SHARE of the
     WAVE_SHARE = 0.125  # batch beside it is a wave of arrivals, not steady turnover
+    LENGTH_MEMORY = 2048.0  # admissions of history the mean request length weighs at most
+    LENGTH_MIN = 32.0  # requests finished (admitted less those in the batch) before it is read
+    TURNOVER_SHARE = 0.5  # measured arrivals at this share of the predicted: turnover has begun
+    TURNOVER_RARE = 0.05  # predicted arrivals a step below which a bucket's steps cannot tell
 
     def __init__(self, buckets: int, max_steps: int = 3):
         self.buckets = buckets
@@ -146,6 +177,7 @@ class PrefillLoad:
         self.tokens = [1.0] * buckets  # merged: tokens per request per decode step
         self.batches = [0.0] * buckets  # merged: prefill batches per decode step
         self.steps = [0.0] * buckets  # merged decode steps behind those values (capped)
+        self.batch = [0.0] * buckets  # merged: the decode batch size of the steady steps
         # merged, per bucket x k: a launch's extra seconds in the decode result beside it, and
         # the launches behind that mean (capped)
         self.launch = [0.0] * (buckets * self.width)
@@ -154,11 +186,12 @@ class PrefillLoad:
         self.kinds = [[0.0] * 4 for _ in range(buckets)]
         # merged, per bucket: the new requests those plain, then spec, batches admitted (decayed)
         self.kind_admitted = [[0.0] * 2 for _ in range(buckets)]
-        self.kind_ratio = 1.0  # plain over spec a batch, pooled over the buckets (`pool_kinds`)
+        # plain over spec a batch, pooled over the buckets (`pool_kinds`)
+        self.kind_ratio = self.PRIOR_RATIO
         self.waves = 0  # prefills left out as waves of arrivals (rank-identical: their counts are)
         # seconds, admitted, tokens, steps; then the batch fit's batches, sum n^2, sum n * seconds;
-        # then the plain prefills' seconds, batches and new requests
-        self._local = [[0.0] * buckets for _ in range(10)]
+        # then the plain prefills' seconds, batches and new requests; then the batch sizes
+        self._local = [[0.0] * buckets for _ in range(11)]
         # launch extras summed and counted, per bucket x k
         self._local_launch = [[0.0] * (buckets * self.width) for _ in range(2)]
         self.fit_sums = [[0.0] * 5 for _ in range(buckets)]  # batches, n, n^2, s, n*s (decayed)
@@ -166,6 +199,10 @@ class PrefillLoad:
         self._steady = False  # whether the last decode step counted
         self._skipped = False  # a prefill since the last decode step was left out (`on_prefill`)
         self._interval_priced = False  # the last decode step's interval counted whole
+        # every admission and decode token, decayed together (`request_length`; never merged:
+        # rank-identical inputs), and the last decode batch (the requests in flight)
+        self.length_admitted = self.length_tokens = 0.0
+        self._in_flight = 0
 
     @property
     def steady(self) -> bool:
@@ -220,14 +257,59 @@ class PrefillLoad:
             self._local_launch[0][i] += extra_seconds
             self._local_launch[1][i] += 1.0
 
+    def on_admitted(self, admitted: int) -> None:
+        """A prefill's result admitted `admitted` new requests: every one counts in
+        `request_length`, waves and prefills beside an unsteady step or after an idle gap too.
+        Past LENGTH_MEMORY both sums are scaled back to it, a decay at the admissions' pace."""
+        if admitted <= 0:
+            return
+        self.length_admitted += admitted
+        if self.length_admitted > self.LENGTH_MEMORY:  # both scaled: the ratio is kept
+            self.length_tokens *= self.LENGTH_MEMORY / self.length_admitted
+            self.length_admitted = self.LENGTH_MEMORY
+
+    def request_length(self) -> Optional[float]:
+        """Decode tokens a request takes from its admission to its finish (L; the module doc's
+        "Arrivals predicted"): the decode tokens over the admissions, both decayed alike once
+        LENGTH_MEMORY admissions are counted, so in steady load the ratio of their rates, L. A
+        wave reads it low until its requests' tokens come, by its share of the memory (at most
+        64 / 2,048 at a sweep's 64), and before the memory fills the requests in flight, which
+        hold ~half their tokens, by up to half the batch over the admissions. (Less half the
+        batch in flight, tried: decayed sums then read L 25% long at 128 running, simulated.)
+        None until LENGTH_MIN requests have finished (admitted beyond those in the batch)."""
+        if self.length_admitted - self._in_flight < self.LENGTH_MIN:
+            return None
+        return self.length_tokens / self.length_admitted
+
+    def turnover_begun(self, bucket: int) -> bool:
+        """Whether requests arrive at this bucket at TURNOVER_SHARE or more of the rate the
+        request length predicts for its steps, MIN_STEPS of them merged (True before the length
+        is known, and where arrivals are rarer than TURNOVER_RARE a step: a few steps cannot
+        tell, and the term is small there). The realized rate counts only such buckets' results
+        (`GoodputPolicy.result_priced`): in a level's first steps no request has finished, no
+        prefill comes, and the wall lacks what the term predicts, so whichever k ran then read
+        dear prefills as its own gain (simulated, `policy_sim.py level-entry`: plain's ratio at
+        64 read 1.21-1.22 after a warm-up visit without turnover)."""
+        length = self.request_length()
+        if length is None:
+            return True
+        if self.steps[bucket] < self.MIN_STEPS:
+            return False
+        predicted = self.batch[bucket] * self.tokens[bucket] / length
+        return (predicted < self.TURNOVER_RARE
+                or self.admitted[bucket] >= self.TURNOVER_SHARE * predicted)
+
     def on_decode(self, bucket: int, tokens_per_request: float, batch_size: int) -> None:
         skipped, self._skipped = self._skipped, False
         self._steady = not self._recent_batch.off(batch_size)
         self._interval_priced = self._steady and not skipped
         self._recent_batch.update(batch_size)
+        self.length_tokens += batch_size * tokens_per_request
+        self._in_flight = batch_size
         if self._steady:
             self._local[2][bucket] += tokens_per_request
             self._local[3][bucket] += 1.0
+            self._local[10][bucket] += batch_size
 
     def sync(self, reducer: Callable[[list], list]) -> None:
         """Merge the local sums (mean over ranks through `reducer`); every rank calls this at
@@ -247,8 +329,8 @@ class PrefillLoad:
         """Merge `local_vector`'s sums as averaged over the ranks."""
         n, m = self.buckets, self.buckets * self.width
         rows = len(self._local)
-        sec, adm, tok, steps, batches, adm2, adm_sec, plain_sec, plain_batches, plain_adm = (
-            merged[i * n:(i + 1) * n] for i in range(rows))
+        (sec, adm, tok, steps, batches, adm2, adm_sec, plain_sec, plain_batches, plain_adm,
+         batch) = (merged[i * n:(i + 1) * n] for i in range(rows))
         extra, launched = merged[rows * n:rows * n + m], merged[rows * n + m:rows * n + 2 * m]
         for i in range(m):
             if launched[i] > 0:
@@ -278,21 +360,23 @@ class PrefillLoad:
             self.admitted[b] = (w_old * self.admitted[b] + adm[b]) / w
             self.tokens[b] = (w_old * self.tokens[b] + tok[b]) / w
             self.batches[b] = (w_old * self.batches[b] + batches[b]) / w
+            self.batch[b] = (w_old * self.batch[b] + batch[b]) / w
             self.steps[b] = min(w, self.MEMORY_STEPS)
         self.pool_kinds()
 
     def pool_kinds(self) -> None:
         """`kind_ratio`: plain prefill batches' cost over spec ones', the geometric mean over
         the buckets where both kinds ran, each weighted by the fewer of its two kinds' batches,
-        shrunk toward 1 by RATIO_PRIOR batches; 1 while no bucket has run both. At merges only
-        (the kinds change nowhere else): a decision reads it for free."""
+        shrunk toward PRIOR_RATIO by RATIO_PRIOR batches; PRIOR_RATIO while no bucket has run
+        both. At merges only (the kinds change nowhere else): a decision reads it for free."""
         log_sum = weight = 0.0
         for b, (s_plain, c_plain, s_spec, c_spec) in enumerate(self.kinds):
             if min(s_plain, c_plain, s_spec, c_spec) > 0.0:
                 w = min(c_plain, c_spec)
                 log_sum += w * math.log(self.kind_mean(b, True) / self.kind_mean(b, False))
                 weight += w
-        self.kind_ratio = math.exp(log_sum / (weight + self.RATIO_PRIOR))
+        prior = self.RATIO_PRIOR * math.log(self.PRIOR_RATIO)
+        self.kind_ratio = math.exp((log_sum + prior) / (weight + self.RATIO_PRIOR))
 
     def kind_mean(self, bucket: int, plain: bool) -> Optional[float]:
         """A kind's own seconds a batch here (None: none seen), moved to the bucket's mean new
@@ -335,17 +419,39 @@ class PrefillLoad:
         """Expected prefill seconds per decode step at this bucket when each request gains
         `tokens_k` tokens per step (E_k), each prefill batch adding `launch_s` to the decode
         step beside it (`launch_extra`), each batch costing what the `plain` (True) or spec
-        (False) kind costs here (`kind_cost`; None: the mean of all); 0.0 without enough
-        evidence here."""
-        a, p = self.admitted[bucket], self.seconds[bucket]
-        if self.steps[bucket] < self.MIN_STEPS or a <= 0.0 or p <= 0.0:
+        (False) kind costs (`kind_cost`; None: the mean of all). Once the request length is
+        known the arrivals come from it and the batches are priced where they were measured,
+        here or at the nearest bucket (`cost_bucket`; the module doc's "Arrivals predicted");
+        before, from what was measured here. 0.0 without enough evidence."""
+        length = self.request_length()
+        source = self.cost_bucket(bucket) if length is not None else bucket
+        if source is None or not self._priced_at(source):
             return 0.0
-        per_batch = None if plain is None else self.kind_cost(bucket, plain)
+        a, p = self.admitted[source], self.seconds[source]
+        per_batch = None if plain is None else self.kind_cost(source, plain)
         if per_batch is not None:
-            p = per_batch * self.batches[bucket]
-        a_k = a * tokens_k / max(self.tokens[bucket], 1e-9)
-        launches = max(0.0, launch_s) * self.batches[bucket]  # per step, at the measured rate
+            p = per_batch * self.batches[source]
+        if length is not None:
+            batch = self.batch[bucket] if self.steps[bucket] > 0 else 0.75 * 2 ** bucket
+            a_k = batch * tokens_k / length
+        else:
+            a_k = a * tokens_k / max(self.tokens[source], 1e-9)
+        launches = max(0.0, launch_s) * self.batches[source]  # per step, at the measured rate
         return (p + launches) * (1.0 - math.exp(-a_k)) / (1.0 - math.exp(-a))
+
+    def _priced_at(self, bucket: int) -> bool:
+        """Whether this bucket has seen MIN_STEPS steady decode steps and prefills beside them."""
+        return (self.steps[bucket] >= self.MIN_STEPS and self.admitted[bucket] > 0.0
+                and self.seconds[bucket] > 0.0)
+
+    def cost_bucket(self, bucket: int) -> Optional[int]:
+        """The bucket whose prefill batches price this one's: itself once `_priced_at`, else the
+        nearest such (the lower on a tie); None: none yet. A batch's cost and how arrivals
+        batch change little from one bucket to the next, and 0.0 was the one sure error: GPU,
+        session 51 (64 requests), the term read ~0 at a level whose bucket had seen only the
+        warm-up's waves."""
+        priced = [b for b in range(self.buckets) if self._priced_at(b)]
+        return min(priced, key=lambda b: (abs(b - bucket), b)) if priced else None
 
     def measured_launch(self, bucket: int, k: int) -> float:
         """The launch extra measured at (bucket, k) (0.0 until LAUNCH_MIN launches), never below
@@ -423,6 +529,12 @@ class PrefillLoad:
                 out[str(2 ** b)] = [round(a / c, 3) if c > 0 else None
                                     for a, c in zip(self.kind_admitted[b], counts)]
         return out
+
+    def snapshot_batch(self) -> dict:
+        """{batch bucket: the mean decode batch of its steady steps}: what predicted arrivals
+        scale with (session 52)."""
+        return {str(2 ** b): round(self.batch[b], 2) for b in range(self.buckets)
+                if self.steps[b] > 0}
 
     def snapshot(self) -> dict:
         """{batch bucket: [prefill ms per decode step, admitted per step, tokens per step]}."""

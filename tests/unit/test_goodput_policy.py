@@ -1067,6 +1067,23 @@ def test_a_prefill_is_priced_at_the_decode_batch_beside_it_not_the_snapshots_cou
     assert kinds == {"64": [None, 0.0, 10.0, 1.0]}, kinds
 
 
+def test_every_admission_counts_in_the_request_length_also_where_its_time_is_not_priced(
+        monkeypatch):
+    """A level's first prefill comes after the drain's idle gap (no running batch): its time is
+    no prefill cost, but its requests are the level's wave, whose tokens the request length
+    counts (prefill_load.py, "Arrivals predicted"); left out, L would read long."""
+    now = [0.0]
+    monkeypatch.setattr(signals, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    ctl.on_snapshot(LoadSnapshot(running=0))
+    ctl.on_prefill_result(48)  # after the idle gap: not priced
+    ctl.on_snapshot(LoadSnapshot(running=48))
+    now[0] = 0.9
+    ctl.on_prefill_result(16)  # 0.9 s since: over MAX_PREFILL_S, not priced either
+    assert sum(ctl.policy.prefill._local[0]) == 0.0  # no prefill seconds taken
+    assert ctl.policy.prefill.length_admitted == 64
+
+
 def test_refreshes_of_filled_cells_have_their_own_reason():
     # a sweep row's decisions by reason then tell the two kinds of probe apart
     ctl = make_ctl()

@@ -176,12 +176,12 @@ def test_each_prefill_kind_is_priced_at_its_own_cost_a_batch():
     # 1.5 ms of prefill a step, 7.5 ms a batch over both
     fed(load, 7, 401, 1.0, [(0.005, 1, True)] * 40 + [(0.010, 1, False)] * 40)
     load.sync(lambda v: v)
-    # the pooled ratio: 5 / 10 over 40 batches shrunk by 8 at 1, 0.5^(40/48) = 0.561231; the
-    # mean of all (7.5 ms) split at it in equal shares: spec 7.5 / (0.5 x 0.561231 + 0.5) =
-    # 9.607803 ms, plain 0.561231 x that = 5.392194 ms; each kind's own mean shrunk by 8
-    # pseudo-batches at those: (40 x 5 + 8 x 5.392194) / 48, (40 x 10 + 8 x 9.607803) / 48
-    assert load.kind_ratio == pytest.approx(0.561231, rel=1e-5)
-    plain, spec = (0.200 + 8 * 0.005392194) / 48, (0.400 + 8 * 0.009607803) / 48  # 5.065, 9.935
+    # the pooled ratio: 5 / 10 over 40 batches shrunk by 8 at 0.75, 0.5^(40/48) x 0.75^(8/48) =
+    # 0.534957; the mean of all (7.5 ms) split at it in equal shares: spec 7.5 / (0.5 x 0.534957
+    # + 0.5) = 9.772263 ms, plain 0.534957 x that = 5.227737 ms; each kind's own mean shrunk by 8
+    # pseudo-batches at those: (40 x 5 + 8 x 5.227737) / 48, (40 x 10 + 8 x 9.772263) / 48
+    assert load.kind_ratio == pytest.approx(0.534957, rel=1e-5)
+    plain, spec = (0.200 + 8 * 0.005227737) / 48, (0.400 + 8 * 0.009772263) / 48  # 5.038, 9.962
     assert load.kind_cost(7, True) == pytest.approx(plain)
     assert load.kind_cost(7, False) == pytest.approx(spec)
     assert load.per_step(7, 1.0, plain=True) == pytest.approx(plain * 0.2)
@@ -199,18 +199,21 @@ def test_a_kind_seen_in_few_batches_leans_to_the_mean_of_all():
     fed(load, 7, 401, 1.0, [(0.005, 1, True)] * 40 + [(0.010, 1, False)] * 3)  # 400 steady
     load.sync(lambda v: v)
     mean_all = (40 * 0.005 + 3 * 0.010) / 43  # 5.349 ms a batch
-    # ratio 0.5^(3/11) = 0.827752 (3 batches of the fewer kind against 8 at 1); the mean of all
-    # split at it in the shares 40 / 43 and 3 / 43: spec 5.349 / (0.930233 x 0.827752 +
-    # 0.069767) = 6.36946 ms, the prior its 3 batches lean to
-    spec = (3 * 0.010 + 8 * 0.00636946) / 11  # 7.360 ms: nearer the mean than its own 10
-    assert mean_all < spec < 0.010 and spec - mean_all < 0.010 - spec
+    # ratio 0.5^(3/11) x 0.75^(8/11) = 0.671485 (3 batches of the fewer kind against 8 at 0.75);
+    # the mean of all split at it in the shares 40 / 43 and 3 / 43: spec 5.349 / (0.930233 x
+    # 0.671485 + 0.069767) = 7.702766 ms, the prior its 3 batches lean to
+    prior = 0.007702766
+    spec = (3 * 0.010 + 8 * prior) / 11  # 8.329 ms: nearer its prior than its own 10
+    assert mean_all < prior < spec < 0.010 and spec - prior < 0.010 - spec
     assert load.kind_cost(7, False) == pytest.approx(spec, rel=1e-5)
     assert load.per_step(7, 1.0, plain=False) == pytest.approx(spec * 43 / 400, rel=1e-5)
     assert load.snapshot_kinds() == {"128": [5.0, 40.0, 10.0, 3.0]}
-    none_yet = PrefillLoad(13)  # no spec batch at all: the mean of all, as before the kinds
+    # no spec batch at all: the plain mean over PRIOR_RATIO, 5 / 0.75 = 6.667 ms a batch, at 0.1
+    # batches a step (session 52; the mean of all before)
+    none_yet = PrefillLoad(13)
     fed(none_yet, 7, 401, 1.0, [(0.005, 1, True)] * 40)
     none_yet.sync(lambda v: v)
-    assert none_yet.per_step(7, 1.0, plain=False) == pytest.approx(none_yet.per_step(7, 1.0))
+    assert none_yet.per_step(7, 1.0, plain=False) == pytest.approx(0.1 * 0.005 / 0.75)
 
 
 def test_a_kinds_cost_outlives_a_stretch_of_the_other_kind():
@@ -222,11 +225,11 @@ def test_a_kinds_cost_outlives_a_stretch_of_the_other_kind():
     for _ in range(20):  # then 20 syncs of drafting, spec prefills only
         fed(load, 7, 100, 2.5, [(0.010, 1, False)] * 20)
         load.sync(lambda v: v)
-    # the spec batches, decayed: 20 x (1 - 0.9^20) / 0.1 = 175.7; the ratio 0.5^(40/48) =
-    # 0.561231; the mean of all has moved to ~10 ms, split in the shares 40 / 215.7 and 175.7 /
-    # 215.7: spec 10 / (0.18544 x 0.561231 + 0.81456) = 10.886, plain 0.561231 x that =
-    # 6.109 ms; plain: (40 x 5 + 8 x 6.109) / 48 = ~5.18 ms
-    assert load.kind_cost(7, True) == pytest.approx((0.200 + 8 * 0.006109) / 48, rel=0.01)
+    # the spec batches, decayed: 20 x (1 - 0.9^20) / 0.1 = 175.7; the ratio 0.5^(40/48) x
+    # 0.75^(8/48) = 0.534957; the mean of all has moved to ~10 ms, split in the shares 40 /
+    # 215.7 and 175.7 / 215.7: spec 10 / (0.18544 x 0.534957 + 0.81456) = 10.944, plain
+    # 0.534957 x that = 5.854 ms; plain: (40 x 5 + 8 x 5.854) / 48 = ~5.14 ms
+    assert load.kind_cost(7, True) == pytest.approx((0.200 + 8 * 0.005854) / 48, rel=0.01)
     assert load.kind_cost(7, False) == pytest.approx(0.010, rel=0.01)
     assert load.per_step(7, 1.0, plain=True) < 0.6 * load.per_step(7, 1.0)
 
@@ -242,11 +245,11 @@ def test_ranks_merge_the_kinds_to_the_same_values():
     assert ranks[0].kinds == ranks[1].kinds
     assert ranks[0].kind_admitted == ranks[1].kind_admitted  # each kind's new requests: 8 each
     assert ranks[0].kind_admitted[7] == [8.0, 8.0]
-    # plain 5.5 ms (the ranks' mean), spec 10, the ratio 0.55^(8/16) = 0.741620, the mean of all
-    # 7.75 ms split at it in equal shares: plain 0.741620 x 7.75 / 0.870810 = 6.600240 ms;
-    # (8 x 5.5 + 8 x 6.600240) / 16
-    assert ranks[0].kind_ratio == ranks[1].kind_ratio == pytest.approx(0.741620, rel=1e-5)
-    assert ranks[0].kind_cost(7, True) == pytest.approx((0.044 + 8 * 0.00660024) / 16)
+    # plain 5.5 ms (the ranks' mean), spec 10, the ratio 0.55^(8/16) x 0.75^(8/16) = 0.642262,
+    # the mean of all 7.75 ms split at it in equal shares: plain 0.642262 x 7.75 / 0.821131 =
+    # 6.061796 ms; (8 x 5.5 + 8 x 6.061796) / 16
+    assert ranks[0].kind_ratio == ranks[1].kind_ratio == pytest.approx(0.642262, rel=1e-5)
+    assert ranks[0].kind_cost(7, True) == pytest.approx((0.044 + 8 * 0.006061796) / 16)
 
 
 def test_a_wave_of_arrivals_is_left_out_like_a_ramp():
@@ -279,15 +282,16 @@ def test_a_kind_unseen_at_a_bucket_is_priced_at_the_ratio_seen_at_others():
     fed(load, 7, 401, 1.0, [(0.007, 1, True)] * 40 + [(0.010, 1, False)] * 40)  # both at 128
     fed(load, 6, 401, 1.0, [(0.010, 1, False)] * 40)  # spec alone at 64
     load.sync(lambda v: v)
-    # 0.7 over 40 batches shrunk by 8 at 1: 0.7^(40/48) = 0.742874; at 64 the mean of all is
-    # spec's own 10 ms (plain's share 0), plain none seen: 0.742874 x 10 ms
-    assert load.kind_ratio == pytest.approx(0.742874, rel=1e-5)
-    assert load.kind_cost(6, True) == pytest.approx(0.00742874, rel=1e-5)
+    # 0.7 over 40 batches shrunk by 8 at 0.75: 0.7^(40/48) x 0.75^(8/48) = 0.708096; at 64 the
+    # mean of all is spec's own 10 ms (plain's share 0), plain none seen: 0.708096 x 10 ms
+    assert load.kind_ratio == pytest.approx(0.708096, rel=1e-5)
+    assert load.kind_cost(6, True) == pytest.approx(0.00708096, rel=1e-5)
     assert load.kind_cost(6, False) == pytest.approx(0.010)
-    lone = PrefillLoad(13)  # no bucket with both kinds: the mean of all, as before
+    # no bucket with both kinds: PRIOR_RATIO (session 52; 1 before, plain at spec's mean)
+    lone = PrefillLoad(13)
     fed(lone, 6, 401, 1.0, [(0.010, 1, False)] * 40)
     lone.sync(lambda v: v)
-    assert lone.kind_ratio == 1.0 and lone.kind_cost(6, True) == pytest.approx(0.010)
+    assert lone.kind_ratio == 0.75 and lone.kind_cost(6, True) == pytest.approx(0.0075)
 
 
 def test_a_kind_seen_in_larger_batches_is_priced_at_the_buckets_batch_size():
@@ -308,13 +312,14 @@ def test_a_kind_seen_in_larger_batches_is_priced_at_the_buckets_batch_size():
     # 2.833333) = 8.632184 ms
     assert load.kind_mean(6, True) == pytest.approx(0.007639080, rel=1e-6)
     assert load.kind_mean(6, False) == pytest.approx(0.008632184, rel=1e-6)
-    # the ratio (7.639080 / 8.632184)^(6 / 14) = 0.948968; the mean of all 304.8 / 36 = 8.466667
-    # ms split in the shares 6 / 36 and 30 / 36: spec 8.539302, plain 8.103515 ms; plain
-    # (6 x 7.639080 + 8 x 8.103515) / 14 = 7.904474 ms, spec (30 x 8.632184 + 8 x 8.539302) /
-    # 38 = 8.612629 ms. As measured (10.8 against 8) plain came out at 10.01 ms against 8.06.
-    assert load.kind_ratio == pytest.approx(0.948968, rel=1e-5)
-    assert load.kind_cost(6, True) == pytest.approx(0.007904474, rel=1e-5)
-    assert load.kind_cost(6, False) == pytest.approx(0.008612629, rel=1e-5)
+    # the ratio (7.639080 / 8.632184)^(6 / 14) x 0.75^(8 / 14) = 0.805115; the mean of all
+    # 304.8 / 36 = 8.466667 ms split in the shares 6 / 36 and 30 / 36: spec 8.750903, plain
+    # 7.045485 ms; plain (6 x 7.639080 + 8 x 7.045485) / 14 = 7.299883 ms, spec (30 x 8.632184 +
+    # 8 x 8.750903) / 38 = 8.657177 ms. As measured (10.8 against 8) plain came out at 10.01 ms
+    # against 8.06 (session 48's code).
+    assert load.kind_ratio == pytest.approx(0.805115, rel=1e-5)
+    assert load.kind_cost(6, True) == pytest.approx(0.007299883, rel=1e-5)
+    assert load.kind_cost(6, False) == pytest.approx(0.008657177, rel=1e-5)
     assert load.snapshot_kinds() == {"64": [10.8, 6.0, 8.0, 30.0]}  # the status: as measured
     assert load.snapshot_kind_admitted() == {"64": [7.0, 2.0]}  # and each kind's batch
     # no further than half its own mean: 30 ms batches of 20 new requests among steady ones
@@ -349,3 +354,121 @@ def test_an_interval_is_priced_only_when_the_term_counted_it_whole():
     assert load.steady and not load.interval_priced
     load.on_decode(b, 1.0, 64)
     assert load.interval_priced
+
+
+def test_the_request_length_is_decode_tokens_over_every_admission():
+    """L (decode tokens a request) from every admission and decode token, both decayed alike
+    past LENGTH_MEMORY admissions (session 52, "Arrivals predicted")."""
+    load = PrefillLoad(13)
+    load.on_admitted(64)  # a wave: 64 in flight, none finished
+    for _ in range(100):
+        load.on_decode(6, 1.0, 64)
+    assert load.request_length() is None  # 64 admitted - 64 in flight: no request finished yet
+    load.on_admitted(32)
+    # 96 admitted, 64 in flight: 32 finished (LENGTH_MIN); 6,400 tokens / 96 = 66.7 (those in
+    # flight hold part of theirs yet: low until the memory fills)
+    assert load.request_length() == pytest.approx(6400 / 96)
+    load.on_admitted(3000)  # past LENGTH_MEMORY: admissions and tokens scaled alike to 2,048
+    # 6,400 x 2,048 / 3,096 = 4,233.6 tokens over 2,048
+    assert load.request_length() == pytest.approx(6400 / 3096)
+    load.on_admitted(0)  # a prefill result admitting none
+    assert load.length_admitted == 2048
+
+
+def test_arrivals_come_from_the_request_length_not_a_level_without_turnover():
+    """GPU, session 51 (H100, 64 requests): a level's requests all came at once and the steady
+    steps before any finished held no prefill: the term read 0.31 / 0.72 ms a step (k = 0 / 3)
+    and 1.74 / 4.79 once turnover had filled it, and goodput drafted until then (0.947x of
+    plain). In steady load arrivals = finishes = batch x E_k / L."""
+    load = PrefillLoad(13)
+    load.on_admitted(384)  # earlier requests, the level's wave among them
+    for _ in range(1152):  # 73,728 tokens at 64 running, plain
+        load.on_decode(6, 1.0, 64)
+    for _ in range(8):  # turnover just begun: 8 prefills of 5 ms, one request each
+        load.on_prefill(6, 0.005, 1)
+    load.sync(lambda v: v)
+    # L = 73,728 / 384 = 192; 1,151 steady steps (the first is a change of batch)
+    assert load.request_length() == pytest.approx(192.0)
+    # a step with arrivals costs P / (1 - exp(-a)) = (0.04 / 1151) / (1 - exp(-8 / 1151))
+    # = 5.017 ms; arrivals 64 x E_k / 192 a step: plain 1/3, k = 3 (E = 2.5) 0.833
+    with_arrivals = (0.04 / 1151) / (1 - math.exp(-8 / 1151))
+    assert load.per_step(6, 1.0) == pytest.approx(with_arrivals * (1 - math.exp(-1 / 3)))  # 1.42 ms
+    assert load.per_step(6, 2.5) == pytest.approx(with_arrivals * (1 - math.exp(-2.5 / 3)))  # 2.84
+    # (measured arrivals, 8 in 1,151 steps, gave 0.035 and 0.087 ms: the level's ramp)
+
+
+def test_where_arrivals_match_the_length_the_term_is_what_ran():
+    """Steady turnover at 64 running: one request finishes and one arrives every 3 plain steps
+    (each takes 64 x 3 = 192 tokens), as measured and as predicted, so the term is what ran."""
+    load = PrefillLoad(13)
+    load.on_admitted(64)  # the wave
+    for i in range(12288):
+        load.on_decode(6, 1.0, 64)
+        if i % 3 == 2:
+            load.on_admitted(1)
+            load.on_prefill(6, 0.005, 1)
+    load.sync(lambda v: v)
+    # past 2,048 admissions the decayed sums' ratio is their rates': 64 tokens a step over 1/3
+    # of an admission, 192; it reads 189.9, the wave's start (64 admissions, no tokens) decayed
+    assert load.request_length() == pytest.approx(192, rel=0.02)
+    measured = load.seconds[6]  # a 5-ms prefill every 3 steady steps: 1.667 ms a step
+    assert measured == pytest.approx(0.005 / 3, rel=1e-3)
+    assert load.per_step(6, 1.0) == pytest.approx(measured, rel=0.02)  # 1.682 ms: 64 / 189.9
+
+
+def test_a_bucket_without_prefills_yet_is_priced_from_the_nearest_once_the_length_is_known():
+    """GPU, session 51 (64 requests): the sweep's warm-up visit left 64's bucket only waves, and
+    a term of ~0 there let goodput draft. With L known, a bucket that has no prefills of its own
+    prices its arrivals with the nearest bucket's batches (5 ms each, one request a batch)."""
+    def level_32_then_64(admitted):
+        load = PrefillLoad(13)
+        load.on_admitted(admitted)
+        for i in range(1536):  # 49,152 tokens at 32 running, a request arriving every 6 steps
+            load.on_decode(5, 1.0, 32)
+            if i % 6 == 5:
+                load.on_admitted(1 if admitted else 0)
+                load.on_prefill(5, 0.005, 1)
+        for _ in range(100):  # then 64 running: steady, no request finished yet
+            load.on_decode(6, 1.0, 64)
+        load.sync(lambda v: v)
+        return load
+
+    load = level_32_then_64(128)
+    assert load.cost_bucket(6) == 5 and load.cost_bucket(4) == 5 and load.cost_bucket(12) == 5
+    length = load.request_length()  # (49,152 + 6,400) / (128 + 256) = 144.7
+    assert length == pytest.approx(55552 / 384)
+    # 32's steps: 256 prefills over 1,535 steady steps, a = 0.1668; a step with arrivals costs
+    # 5 ms x a / (1 - exp(-a)) = 5.42 ms; at 64 (k = 3, E = 2.5) arrivals 64 x 2.5 / L a step
+    a = 256 / 1535
+    with_arrivals = 0.005 * a / (1 - math.exp(-a))
+    expect = with_arrivals * (1 - math.exp(-64 * 2.5 / length))  # 1.32 ms a step
+    assert load.per_step(6, 2.5) == pytest.approx(expect)
+    # no length yet (no admission counted): a bucket prices only what it measured itself
+    assert level_32_then_64(0).per_step(6, 2.5) == 0.0
+
+
+def test_turnover_has_begun_where_arrivals_reach_half_the_predicted():
+    """The realized rate waits for a bucket's requests to begin finishing: before, no prefill
+    comes while the term predicts them, and whichever k ran read them as its own gain (simulated:
+    plain's ratio at 64 read 1.21-1.22 after a warm-up visit without turnover)."""
+    load = PrefillLoad(13)
+    for _ in range(101):  # 64 running, plain, no request finished: 6,400 tokens
+        load.on_decode(6, 1.0, 64)
+    load.sync(lambda v: v)
+    assert load.turnover_begun(6)  # no request length yet: as before
+    load.on_admitted(128)  # L = 6,400 / 128 = 50: 64 / 50 = 1.28 arrivals a step predicted
+    assert not load.turnover_begun(6)  # none measured here
+    assert not load.turnover_begun(5)  # a bucket without MIN_STEPS steps: not yet either
+    for _ in range(100):  # then 0.7 arrivals a step: past half of 1.28 (L now 12,800 / 128)
+        load.on_decode(6, 1.0, 64)
+    for _ in range(70):
+        load.on_prefill(6, 0.005, 1)
+    load.sync(lambda v: v)
+    # 70 arrivals over the 200 steady steps: 0.35 a step, against half of 64 / 100 = 0.32
+    assert load.turnover_begun(6)
+    one = PrefillLoad(13)  # one request, L = 7,680 / 40 = 192: 1 / 192 arrivals a step, rare
+    one.on_admitted(40)
+    for _ in range(7680):
+        one.on_decode(0, 1.0, 1)
+    one.sync(lambda v: v)
+    assert one.turnover_begun(0)

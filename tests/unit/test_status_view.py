@@ -65,11 +65,18 @@ def test_a_goodput_status_shows_each_prefill_kinds_cost_a_batch():
     page = status_view.render([ctl.status()])
     # each kind's own mean: 6 plain batches of 5 ms, 2 spec ones of 10
     assert "a prefill batch, ms, plain / with the draft's (batches): 9-16: 5 (6) / 10 (2)" in page
-    # 5 / 10 over the fewer kind's 2 batches, shrunk by 8 at 1: 0.5^(2/10) = 0.8706
-    assert ("plain over with the draft's, pooled (an unseen kind's price): 0.8706; prefills left "
+    # 5 / 10 over the fewer kind's 2 batches, shrunk by 8 at 0.75: 0.5^(2/10) x 0.75^(8/10) =
+    # 0.6916
+    assert ("plain over with the draft's, pooled (an unseen kind's price): 0.6916; prefills left "
             "out as waves of arrivals: 0") in page
     # each kind's new requests a batch, which its mean is moved from (session 48)
     assert ctl.status()["cost_model"]["prefill_kind_admitted"] == {"16": [1.0, 1.0]}
+    assert "decode tokens a request" not in page  # no request finished yet
+    load.on_admitted(48)  # 16 in flight: 32 finished; every decode token so far over 48
+    page = status_view.render([ctl.status()])
+    length = round(load.length_tokens / 48, 1)
+    assert f"decode tokens a request (arrivals = batch x tokens a step / it): {length:g}" in page
+    assert ctl.status()["cost_model"]["prefill_mean_batch"] == {"16": 16.0}  # (session 52)
 
 
 def test_a_threshold_status_has_no_cost_model_and_still_renders():
