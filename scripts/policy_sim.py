@@ -604,6 +604,18 @@ def _poisson(rng, mean: float) -> int:
     return n
 
 
+def _report(ctl, pending, dts, pre_dts) -> None:
+    """The last step's decode result, then its prefills' results, to the controller (their
+    times through the stubbed timer: `dts` / `pre_dts`); `pending`: [k, correct drafts, the
+    result's seconds, the worker's mode, [(prefill ms, admitted)]]."""
+    dts.append(pending[2])
+    ctl.on_result(pending[0], pending[1], pending[3])
+    for ms, admitted in pending[4]:
+        ctl.note_mode("prefill-plain" if pending[0] == 0 else "prefill-spec")
+        pre_dts.append(ms / 1000)
+        ctl.on_prefill_result(admitted)
+
+
 def run_with_prefills(ctl, plan, cost, switch_s, seed, measured_from, on_measured=None):
     """The controller driven as the server drives it (overlap scheduler: a decode result after
     the next decision; its prefills' results after it, their time in the next result's wall),
@@ -636,12 +648,7 @@ def run_with_prefills(ctl, plan, cost, switch_s, seed, measured_from, on_measure
             if pending is not None:
                 pending[2] += price / 2
         if pending is not None:
-            dts.append(pending[2])
-            ctl.on_result(pending[0], pending[1], pending[3])
-            for ms, admitted in pending[4]:
-                ctl.note_mode("prefill-plain" if pending[0] == 0 else "prefill-spec")
-                pre_dts.append(ms / 1000)
-                ctl.on_prefill_result(admitted)
+            _report(ctl, pending, dts, pre_dts)
         if dip is None:
             n = _poisson(rng, bs * expected[k] / S51_NEW_TOKENS)
             prefills = [(S51_PREFILL_MS[k > 0], n)] if n else []
@@ -746,23 +753,20 @@ def run_requests(levels, cost, switch_s, seed, ctl=None, static_k=None):
             bs = len(reqs)
             if bs == 0:
                 break
-            k = static_k if ctl is None else ctl.decide(bs).steps
             if ctl is not None:
                 ctl.on_snapshot(LoadSnapshot(running=bs))
+            k = static_k if ctl is None else ctl.decide(bs).steps
             mode = "off" if k == 0 else ("catchup" if last_k == 0 else "on")
             t = cost(bs)[k] * (1 + rng.uniform(-0.02, 0.02))
             spent = t
-            if mode == "catchup":
+            if mode == "catchup":  # half in this result, half in the last (run_with_prefills)
                 spent += switch_s(bs)
                 t += switch_s(bs) / 2
+                if pending is not None:
+                    pending[2] += switch_s(bs) / 2
             drafts = correct_drafts(rng, bs, 0.7, k)
             if ctl is not None and pending is not None:
-                dts.append(pending[2])
-                ctl.on_result(pending[0], pending[1], pending[3])
-                for ms, admitted in pending[4]:
-                    ctl.note_mode("prefill-plain" if pending[0] == 0 else "prefill-spec")
-                    pre_dts.append(ms / 1000)
-                    ctl.on_prefill_result(admitted)
+                _report(ctl, pending, dts, pre_dts)
             reqs = [left - 1 - c for left, c in zip(reqs, drafts)]
             finished = sum(1 for left in reqs if left <= 0)
             reqs = [left for left in reqs if left > 0]

@@ -84,8 +84,8 @@ on top, never cheaper, and plain ones cost 0.50x (session 46, H100, 64 requests)
 (session 47, 128) of spec ones. A sweep drafts at 1-32 requests, and at its first 64 level plain
 had never run a prefill anywhere: at 1 plain was priced at spec's cost, and once the arrivals are
 predicted at their steady rate ("Arrivals predicted" below) that put plain's prefills ~2x dear at
-64, where plain and drafting are near a tie (in simulation, `policy_sim.py level-entry-waves`,
-goodput drafted all of 64's level where plain made 1.037x).
+64, where plain and drafting are near a tie (simulated, a variant of `policy_sim.py level-entry`
+with waves, not kept: goodput drafted all of 64's level where plain made 1.037x).
 
 Waves. A prefill admitting many new requests at once (more than `WAVE_MIN` and than
 `WAVE_SHARE` of the batch beside it) is a wave of arrivals, not steady turnover, and is left out
@@ -432,6 +432,7 @@ class PrefillLoad:
         if per_batch is not None:
             p = per_batch * self.batches[source]
         if length is not None:
+            # the bucket's mean batch; before its first steps, 3/4 of its top
             batch = self.batch[bucket] if self.steps[bucket] > 0 else 0.75 * 2 ** bucket
             a_k = batch * tokens_k / length
         else:
