@@ -87,6 +87,22 @@ def test_the_check_counts_tar_blocks_not_bytes(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+def test_the_check_counts_untracked_files_that_travel(tmp_path):
+    """A call sends the untracked files git does not ignore too (results not committed yet):
+    a bundle leaving ~12 KB passes, and is over once a 16-KB untracked file is beside it; an
+    ignored one does not count."""
+    repo, shared = make_repo(tmp_path)
+    (repo / ".git" / "info" / "exclude").write_text("/.bundle/\n/.device/\n/ignored.bin\n")
+    assert run(repo, shared, 1000).returncode == 0  # builds .device/ (the edited recipe)
+    room = 64 * 2 ** 20 - 24 * 1024  # the tracked file, the scripts and their headers: < 12 KB
+    assert run(repo, shared, room).returncode == 0
+    (repo / "ignored.bin").write_bytes(b"x" * 16 * 1024)
+    assert run(repo, shared, room).returncode == 0
+    (repo / "results.json").write_bytes(b"x" * 16 * 1024)
+    r = run(repo, shared, room)
+    assert r.returncode == 2 and "over the 64-MiB limit by" in r.stderr
+
+
 @pytest.mark.parametrize("recipe, args, says", [
     (FAKE_RECIPE.replace("xz -T0 -6", "xz -T0 -7"), (), "changed"),
     (FAKE_RECIPE, ("--bogus",), "unknown argument"),
