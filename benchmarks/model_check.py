@@ -69,7 +69,7 @@ def prefill_term(model: dict) -> PrefillLoad:
         load.length_tokens = model["prefill_request_length"] * load.LENGTH_MEMORY
         for bucket, batch in (model.get("prefill_mean_batch") or {}).items():
             load.batch[int(math.log2(int(bucket)))] = batch
-    load.pool_kinds()  # the plain / spec ratio an unseen kind is priced at (session 47)
+    load.refresh_merged()  # the pooled plain / spec ratio (session 47), the priced buckets
     return load
 
 

@@ -256,7 +256,6 @@ class GoodputPolicy:
         # changes at a sync, so this is rebuilt once per sync, not per decision
         self._bucket_cache: dict = {}
         self._ratio_cache: dict = {}  # per bucket: each k's realized ratio (`_realized_ratios`)
-        self._decode_bucket = 0  # the last decode result's bucket (`result_priced`)
         self._cache_sync = -1
 
     # ---- inputs ---------------------------------------------------------------------
@@ -314,8 +313,7 @@ class GoodputPolicy:
 
     def observe_decode(self, batch_size: int, tokens_per_request: float) -> None:
         """A decode result: each request gained `tokens_per_request` tokens (mean)."""
-        self._decode_bucket = bucket_of(batch_size)
-        self.prefill.on_decode(self._decode_bucket, tokens_per_request, batch_size)
+        self.prefill.on_decode(bucket_of(batch_size), tokens_per_request, batch_size)
 
     def result_priced(self) -> bool:
         """Whether the decode result just observed (`observe_decode`) may count in the realized
@@ -323,7 +321,7 @@ class GoodputPolicy:
         at a bucket whose requests have begun to turn over (`PrefillLoad.turnover_begun`).
         Asked by the controller at the result itself: a plain result reaches
         `observe_realized` one result later (`Controller._observe_realized`)."""
-        return self.prefill.interval_priced and self.prefill.turnover_begun(self._decode_bucket)
+        return self.prefill.interval_priced and self.prefill.turnover_begun()
 
     def observe_realized(self, batch_size: int, k: int, seconds: float, tokens: float) -> None:
         """A decode result at step count k took `seconds` of wall time, the prefill results
@@ -893,6 +891,7 @@ class GoodputPolicy:
         # the sample counts tell a filled cell from one whose probes keep losing samples (session
         # 10's table had the means only: whether 33-64 requests' k = 1, 2 bounded 128's probes
         # could not be read from it)
+        length = self.prefill.request_length()
         return {"step_ms": self.table.snapshot(), "step_samples": self.table.snapshot(samples=True),
                 "step_context_tokens": self.table.snapshot(contexts=True),
                 # per bucket, the share of its samples beside a prefill's launch: a cell's own
@@ -914,8 +913,7 @@ class GoodputPolicy:
                 "prefill_waves": self.prefill.waves,
                 # decode tokens a request takes, which arrivals are predicted from, and each
                 # bucket's mean batch they scale with (session 52)
-                "prefill_request_length": (None if self.prefill.request_length() is None
-                                           else round(self.prefill.request_length(), 1)),
+                "prefill_request_length": None if length is None else round(length, 1),
                 "prefill_mean_batch": self.prefill.snapshot_batch(),
                 "switch_on_ms": self.switch.snapshot(),
                 # how long the model keeps preferring drafting, or plain (preferred_runs.py)

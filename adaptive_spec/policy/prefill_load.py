@@ -188,6 +188,7 @@ class PrefillLoad:
         self.kind_admitted = [[0.0] * 2 for _ in range(buckets)]
         # plain over spec a batch, pooled over the buckets (`pool_kinds`)
         self.kind_ratio = self.PRIOR_RATIO
+        self._priced_buckets: list = []  # `_priced_at` buckets, refreshed at merges
         self.waves = 0  # prefills left out as waves of arrivals (rank-identical: their counts are)
         # seconds, admitted, tokens, steps; then the batch fit's batches, sum n^2, sum n * seconds;
         # then the plain prefills' seconds, batches and new requests; then the batch sizes
@@ -199,6 +200,7 @@ class PrefillLoad:
         self._steady = False  # whether the last decode step counted
         self._skipped = False  # a prefill since the last decode step was left out (`on_prefill`)
         self._interval_priced = False  # the last decode step's interval counted whole
+        self._decode_bucket = 0  # the last decode step's bucket (`turnover_begun`)
         # every admission and decode token, decayed together (`request_length`; never merged:
         # rank-identical inputs), and the last decode batch (the requests in flight)
         self.length_admitted = self.length_tokens = 0.0
@@ -281,7 +283,7 @@ class PrefillLoad:
             return None
         return self.length_tokens / self.length_admitted
 
-    def turnover_begun(self, bucket: int) -> bool:
+    def turnover_begun(self, bucket: Optional[int] = None) -> bool:
         """Whether requests arrive at this bucket at TURNOVER_SHARE or more of the rate the
         request length predicts for its steps, MIN_STEPS of them merged (True before the length
         is known, and where arrivals are rarer than TURNOVER_RARE a step: a few steps cannot
@@ -289,7 +291,9 @@ class PrefillLoad:
         (`GoodputPolicy.result_priced`): in a level's first steps no request has finished, no
         prefill comes, and the wall lacks what the term predicts, so whichever k ran then read
         dear prefills as its own gain (simulated, `policy_sim.py level-entry`: plain's ratio at
-        64 read 1.21-1.22 after a warm-up visit without turnover)."""
+        64 read 1.21-1.22 after a warm-up visit without turnover). `bucket`: the last decode
+        step's when not given."""
+        bucket = self._decode_bucket if bucket is None else bucket
         length = self.request_length()
         if length is None:
             return True
@@ -303,6 +307,7 @@ class PrefillLoad:
         skipped, self._skipped = self._skipped, False
         self._steady = not self._recent_batch.off(batch_size)
         self._interval_priced = self._steady and not skipped
+        self._decode_bucket = bucket
         self._recent_batch.update(batch_size)
         self.length_tokens += batch_size * tokens_per_request
         self._in_flight = batch_size
@@ -362,7 +367,14 @@ class PrefillLoad:
             self.batches[b] = (w_old * self.batches[b] + batches[b]) / w
             self.batch[b] = (w_old * self.batch[b] + batch[b]) / w
             self.steps[b] = min(w, self.MEMORY_STEPS)
+        self.refresh_merged()
+
+    def refresh_merged(self) -> None:
+        """What is derived from the merged values, once a merge (or a reader setting them, as
+        `bench.model_check`) has changed them: the pooled kind ratio and the buckets that can
+        price a batch (`cost_bucket`, asked by every decision's prefill terms)."""
         self.pool_kinds()
+        self._priced_buckets = [b for b in range(self.buckets) if self._priced_at(b)]
 
     def pool_kinds(self) -> None:
         """`kind_ratio`: plain prefill batches' cost over spec ones', the geometric mean over
@@ -451,7 +463,7 @@ class PrefillLoad:
         batch change little from one bucket to the next, and 0.0 was the one sure error: GPU,
         session 51 (64 requests), the term read ~0 at a level whose bucket had seen only the
         warm-up's waves."""
-        priced = [b for b in range(self.buckets) if self._priced_at(b)]
+        priced = self._priced_buckets
         return min(priced, key=lambda b: (abs(b - bucket), b)) if priced else None
 
     def measured_launch(self, bucket: int, k: int) -> float:
