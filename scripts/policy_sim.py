@@ -100,6 +100,8 @@ def main() -> int:
     ap.add_argument("--switch-on-horizon", type=int, default=None,
                     help="drafting steps a switch on's price is spread over (the policy's own "
                          "default if not given; session 41's trial of a longer one)")
+    ap.add_argument("--only", choices=sorted(ONLY),
+                    help="run one scenario (its lines as in the full run)")
     args = ap.parse_args()
     root = args.root.resolve()
     sys.path.insert(0, str(root))
@@ -107,6 +109,10 @@ def main() -> int:
     if args.switch_on_horizon is not None:
         set_switch_on_horizon(args.switch_on_horizon)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the helpers: this checkout's
+    if args.only:
+        print("policy from", Path(adaptive_spec.__file__).parent)
+        globals()[ONLY[args.only]]()
+        return 0
     from tests.unit.draft_sim import run_rank
     from tests.unit.test_goodput_policy import (MOE16_MS, StallingFirstSamples, make_ctl, moe16_step_s,
                                                 s28_step_s, simulate)
@@ -162,7 +168,13 @@ def main() -> int:
     sweep_levels()
     level_entry()
     level_entry_requests()
+    level_entry_dear_plain()
     return 0
+
+
+# the scenarios `--only` runs alone: name -> function
+ONLY = {"level-entry": "level_entry", "level-entry-requests": "level_entry_requests",
+        "level-entry-dear-plain": "level_entry_dear_plain", "sweep-levels": "sweep_levels"}
 
 
 def set_switch_on_horizon(steps: int) -> None:
@@ -725,8 +737,9 @@ def run_requests(levels, cost, switch_s, seed, ctl=None, static_k=None):
     none. Each request gains 1 + its correct drafts a step (dial 0.7); the requests finished in
     a step arrive in one prefill batch (S51_PREFILL_MS of its kind plus WAVE_MS_A_REQUEST per
     further request) reported after the next decision, as `run_with_prefills` orders them. The
-    controller decides (`ctl`) or a static k runs. Returns per level (tokens, seconds, the k of
-    each decision) over its issuing part."""
+    controller decides (`ctl`) or a static k runs. A level may carry a fifth field, (step,
+    prefill) factors on plain's costs there (`level_entry_dear_plain`). Returns per level
+    (tokens, seconds, the k of each decision) over its issuing part."""
     from tests.unit.draft_sim import correct_drafts
     from adaptive_spec.signals import LoadSnapshot
     rng = random.Random(seed)
@@ -735,10 +748,11 @@ def run_requests(levels, cost, switch_s, seed, ctl=None, static_k=None):
         ctl.timer.tick = lambda steps, now=None: dts.pop(0)
         ctl.timer.elapsed = lambda now=None: pre_dts.pop(0)
     pending, last_k, out = None, None, []
-    for n, budget, (short, long), decisions in levels:
+    for n, budget, (short, long), decisions, *dear in levels:
+        step_x, prefill_x = dear[0] if dear else (1.0, 1.0)
         reqs, issued, tokens, seconds, waiting = [], 0, 0.0, 0.0, min(n, budget)
         step, chosen = 0, []
-        wave = [(S51_PREFILL_MS[0] + WAVE_MS_A_REQUEST * (waiting - 1), waiting)]
+        wave = [(prefill_x * (S51_PREFILL_MS[0] + WAVE_MS_A_REQUEST * (waiting - 1)), waiting)]
         seconds += wave[0][0] / 1000
         if ctl is not None and pending is not None:  # reported after the next decision
             pending[4] = pending[4] + wave
@@ -757,7 +771,7 @@ def run_requests(levels, cost, switch_s, seed, ctl=None, static_k=None):
                 ctl.on_snapshot(LoadSnapshot(running=bs))
             k = static_k if ctl is None else ctl.decide(bs).steps
             mode = "off" if k == 0 else ("catchup" if last_k == 0 else "on")
-            t = cost(bs)[k] * (1 + rng.uniform(-0.02, 0.02))
+            t = cost(bs)[k] * (1 + rng.uniform(-0.02, 0.02)) * (step_x if k == 0 else 1.0)
             spent = t
             if mode == "catchup":  # half in this result, half in the last (run_with_prefills)
                 spent += switch_s(bs)
@@ -772,7 +786,8 @@ def run_requests(levels, cost, switch_s, seed, ctl=None, static_k=None):
             reqs = [left for left in reqs if left > 0]
             if issuing:
                 waiting = min(finished, budget - issued)
-            prefills = ([(S51_PREFILL_MS[k > 0] + WAVE_MS_A_REQUEST * (waiting - 1), waiting)]
+            batch_ms = S51_PREFILL_MS[k > 0] + WAVE_MS_A_REQUEST * (waiting - 1)
+            prefills = ([(batch_ms * (prefill_x if k == 0 else 1.0), waiting)]
                         if waiting else [])
             if issuing:
                 tokens += bs + sum(drafts)
@@ -784,7 +799,7 @@ def run_requests(levels, cost, switch_s, seed, ctl=None, static_k=None):
     return out
 
 
-def level_entry_requests() -> None:
+def level_entry_requests(label: str = "level-entry-requests", dear_warm_up: dict = None) -> None:
     """Session 52: the same-run sweep's order with requests as the sweep makes them, so that a
     level's arrivals wait for its requests to finish: a warm-up of 2N requests of 128 tokens at
     each N of 1 / 16 / 32 / 64 / 128 (decisions enough for them), then measured levels of 900
@@ -793,12 +808,13 @@ def level_entry_requests() -> None:
     the level's first 150 and in all; at each level the rate against the better of k = 0 and
     k = 3 run alone over the same levels and requests (`--root` of an older checkout: arrivals
     as measured at a bucket, a plain / spec prefill ratio of 1 before any bucket has run
-    both)."""
+    both). `dear_warm_up`: {N: (step, prefill) factors on plain's costs in N's warm-up}."""
     from adaptive_spec.config import AdaptiveSpecConfig
     from adaptive_spec.controller import Controller
 
     sizes = (1, 16, 32, 64, 128)
-    warm = [(n, 2 * n, (128, 128), 10_000) for n in sizes]
+    dear = dear_warm_up or {}
+    warm = [(n, 2 * n, (128, 128), 10_000, dear.get(n, (1.0, 1.0))) for n in sizes]
     measured = [(n, 10 ** 9, (96, 288), 900) for n in sizes]
     at_64 = len(warm) + sizes.index(64)
     for seed in range(3):
@@ -812,10 +828,18 @@ def level_entry_requests() -> None:
             rates.append(f"{goodput / max(plain, k3):.3f}")
         plain_x = (runs[1][at_64][0] / runs[1][at_64][1]) / (runs[2][at_64][0] / runs[2][at_64][1])
         ks = runs[0][at_64][2]
-        print(f"level-entry-requests seed={seed}: at 64 drafting {sum(1 for k in ks[:150] if k)} "
+        print(f"{label} seed={seed}: at 64 drafting {sum(1 for k in ks[:150] if k)} "
               f"of the first 150, {sum(1 for k in ks if k)} of {len(ks)} (plain {plain_x:.3f}x "
               f"k = 3); rate of the better static at {' / '.join(map(str, sizes))}: "
               f"{' / '.join(rates)}")
+
+
+def level_entry_dear_plain() -> None:
+    """Session 53: `level_entry_requests` with plain dear in the warm-up at 64, as session 52's
+    GPU warm-up left it (H100, dial 0.7): a plain step 7% over its steady cost (its cell read
+    7.7-7.9 ms against 7.41) and plain prefill batches 2x (10.3 / 15.2 ms against ~6.2, a split
+    wave's). The measured levels run at the steady costs."""
+    level_entry_requests("level-entry-dear-plain", {64: (1.07, 2.0)})
 
 
 if __name__ == "__main__":

@@ -1016,6 +1016,114 @@ def test_a_surge_of_larger_plain_prefills_does_not_price_plain_for_the_level_aft
     assert tail.count(0) <= 0.5 * len(tail), {k: tail.count(k) for k in set(tail)}
 
 
+def closed_loop_timed(ctl, costs, bs, p, steps, seed, plain_x=1.0, switch_s=0.1, until=None):
+    """Session 46's closed loop at `bs` (each step admits the requests its tokens finished in one
+    prefill batch, plain's kind while plain runs) driven as the server drives the controller,
+    the times through its timer (so the realized rate counts results, unlike `simulate`'s): a
+    decode result after the next decision, its prefill's result after it. Plain's decode steps
+    and prefill batches cost `plain_x` times their price (a warm-up's surge); a switch on adds
+    `switch_s`; `until()` true after a decision ends the loop there. Returns the step counts
+    chosen."""
+    rng, dts, prefill_dts = random.Random(seed), [], []
+    ctl.timer.tick = lambda steps, now=None: dts.pop(0)
+    ctl.timer.elapsed = lambda now=None: prefill_dts.pop(0)
+    pending, last_k, chosen = None, None, []
+    for _ in range(steps):
+        ctl.on_snapshot(LoadSnapshot(running=bs))
+        k = ctl.decide(bs).steps
+        mode = "off" if k == 0 else ("catchup" if last_k == 0 else "on")
+        seconds = costs[k] * (plain_x if k == 0 else 1.0) * (1 + rng.uniform(-0.02, 0.02))
+        seconds += switch_s if mode == "catchup" else 0.0
+        if pending is not None:
+            dts.append(pending[2])
+            ctl.on_result(*pending[:2], pending[3])
+            if pending[4] is not None:
+                ctl.note_mode("prefill-plain" if pending[0] == 0 else "prefill-spec")
+                prefill_dts.append(pending[4][0])
+                ctl.on_prefill_result(pending[4][1])
+        correct = correct_drafts(rng, bs, p, k)
+        finished = sum(1 + c for c in correct) / OUTPUT_LEN  # expected new requests
+        admitted = sum(rng.random() < finished / 8 for _ in range(8))  # ~Poisson(finished)
+        batch_s = plain_x * PLAIN_PREFILL_S if k == 0 else SPEC_PREFILL_S
+        prefill = (batch_s * (1 + rng.uniform(-0.02, 0.02)), admitted) if admitted else None
+        pending, last_k = (k, correct, seconds, mode, prefill), k
+        chosen.append(k)
+        if until is not None and until():
+            break
+    return chosen
+
+
+def longest_plain_run(chosen):
+    longest = run = 0
+    for k in chosen:
+        run = run + 1 if k == 0 else 0
+        longest = max(longest, run)
+    return longest
+
+
+def dear_warm_up_then_level(ctl, seed=0):
+    """300 decisions at 64 requests where plain costs 1.15x (a warm-up's surge), 50 at 4 (the
+    drain between two levels), then a level of 3,000 at 64 on session 46's costs, where plain
+    leads k = 3 by 7% (107.3 against 100.3 tokens a second a request, the test above): the
+    level's step counts."""
+    closed_loop_timed(ctl, H100_S46_64, 64, 0.7, 300, seed=seed, plain_x=1.15)
+    closed_loop_timed(ctl, H100_S46_64, 4, 0.7, 50, seed=seed + 20)
+    return closed_loop_timed(ctl, H100_S46_64, 64, 0.7, 3000, seed=seed + 10)
+
+
+def test_plain_priced_dear_by_a_warm_up_runs_a_window_in_the_next_level_and_holds():
+    """Session 52 (H100, dial 0.7, 64 requests): plain's cell and prefill batches were priced
+    from probes and a warm-up's surge (7.7-7.9 ms a step against a steady 7.41, 10-15 ms a
+    batch against ~6.2), the model read k = 3 at 1.02-1.10x of plain where plain made 1.04x of
+    EAGLE-3, and goodput drafted the level; plain's 7-step refreshes never moved it. Here, at a
+    stay at 64 after a warm-up that priced plain dear, a plain window runs and plain holds."""
+    ctl = make_ctl()
+    level = dear_warm_up_then_level(ctl)
+    assert longest_plain_run(level) >= ctl.policy.plain_window
+    assert level[-1000:].count(0) >= 970, {k: level[-1000:].count(k) for k in set(level)}
+    assert ctl.policy.describe()["plain_windows"]["64"] >= 1
+    # the failure guarded against: without windows the level drafts (plain on 14-21 of 3,000,
+    # the probes and refreshes, before session 53)
+    ctl = make_ctl()
+    ctl.policy.window_tie = ctl.policy.window_tie_unchecked = -1.0  # no window
+    assert dear_warm_up_then_level(ctl).count(0) <= 100
+
+
+def test_no_plain_window_where_drafting_clearly_wins():
+    """32 requests, k = 3 at 1.58x of plain's goodput with the prefills (7.0 / 8.0 / 8.5 / 9.0
+    ms a step; k = 0: 1 / (7.0 + 5 (1 - e^(-32/192))) ms = 1 / 7.767 ms = 128.7 a second a
+    request, k = 3: 2.533 / (9.0 + 10 (1 - e^(-32 x 2.533 / 192))) ms = 2.533 / 12.443 ms =
+    203.6; plain at 0.63x, past `window_tie_unchecked`'s 0.75, as at 16 requests on the H100 in
+    session 52, 0.80x): no window, and no plain run longer than a probe's after the first
+    decisions."""
+    costs = (0.0070, 0.0080, 0.0085, 0.0090)
+    ctl = make_ctl()
+    level = closed_loop_timed(ctl, costs, 32, 0.7, 3000, seed=3)
+    assert ctl.policy.describe()["plain_windows"] == {}
+    assert longest_plain_run(level[200:]) <= ctl.policy.probe_len
+    assert level[-1000:].count(3) >= 970
+
+
+def test_a_plain_window_runs_once_a_stay_and_ends_where_the_batch_leaves_its_bucket():
+    """At session 46's costs with k = 3 2% faster than there (a near tie) one stay of 4,000
+    decisions at 64 runs one window, whatever the choice after it; a window begun in the next
+    stay ends at its first decision at 4 running (a window measures its bucket's load)."""
+    costs = H100_S46_64[:3] + (0.98 * H100_S46_64[3],)
+    ctl = make_ctl()
+    pol = ctl.policy
+    closed_loop_timed(ctl, costs, 64, 0.7, 300, seed=1, plain_x=1.15)
+    closed_loop_timed(ctl, costs, 64, 0.7, 4000, seed=11)
+    assert pol.describe()["plain_windows"] == {"64": 1}
+    small = (0.0059, 0.0064, 0.0080, 0.0087)  # 1 request's costs (session 50): drafting wins
+    closed_loop_timed(ctl, small, 4, 0.7, 400, seed=12)  # k = 3 at 4 running from here on
+    assert closed_loop_timed(ctl, small, 4, 0.7, 50, seed=13).count(3) >= 45
+    begun = closed_loop_timed(ctl, costs, 64, 0.7, 2000, seed=14,
+                              until=lambda: pol.describe()["plain_windows"]["64"] == 2)
+    assert begun[-1] == 0 and len(begun) < 2000  # the second stay's window has begun
+    after = closed_loop_timed(ctl, small, 4, 0.7, 20, seed=15)
+    assert after.count(0) == 0, after  # not the window's 60-odd plain decisions left
+
+
 def test_the_policy_tells_its_prefill_term_the_batch_a_prefill_came_beside():
     # the prefill term leaves a wave of arrivals out by the batch beside it (session 47)
     ctl = make_ctl()
