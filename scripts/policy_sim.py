@@ -82,6 +82,10 @@ the same scenarios, for the before/after pairs. Scenarios:
   decisions in the first 150 and in all, and at each level the rate against the better of k = 0
   and k = 3 run alone over the same levels (`--root` of an older checkout: arrivals as measured
   at each bucket, no request length, a plain / spec prefill prior of 1).
+- level-entry-dear-plain (session 53): level-entry-requests with plain 1.07x a step and its
+  prefill batches 2x in the warm-up at 64 (session 52's GPU warm-up: its plain cell 7.7-7.9 ms
+  against a steady 7.41, its batches 10-15 ms against ~6.2); the same lines (`--root` of an
+  older checkout: no plain window). `--only NAME` runs one of the scenarios in `ONLY` alone.
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
