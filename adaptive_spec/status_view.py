@@ -146,10 +146,6 @@ def _cost_model(cm: dict, chosen: Optional[int]) -> List[str]:
         out.append("a switch on, ms (switches): " + "  ".join(
             f"{_bucket_label(b)}: {v[0]:g} ({v[1]:g})"
             for b, v in _by_bucket(switch)))
-    windows = cm.get("plain_windows") or {}
-    if windows:  # session 53: plain run to be measured under a level's own load
-        out.append("plain windows at a near tie, by bucket: " + "  ".join(
-            f"{_bucket_label(b)}: {n}" for b, n in _by_bucket(windows)))
     for name, by_bucket in (cm.get("preferred_runs_ms") or {}).items():
         if by_bucket:
             out.append(f"{name}-preferred runs by the bucket they began at, mean ms (runs): "

@@ -84,8 +84,10 @@ the same scenarios, for the before/after pairs. Scenarios:
   at each bucket, no request length, a plain / spec prefill prior of 1).
 - level-entry-dear-plain (session 53): level-entry-requests with plain 1.07x a step and its
   prefill batches 2x in the warm-up at 64 (session 52's GPU warm-up: its plain cell 7.7-7.9 ms
-  against a steady 7.41, its batches 10-15 ms against ~6.2); the same lines (`--root` of an
-  older checkout: no plain window). `--only NAME` runs one of the scenarios in `ONLY` alone.
+  against a steady 7.41, its batches 10-15 ms against ~6.2); the same lines. Session 53's plain
+  window (3f51f33, not landed: on the H100 its plain read dear too) made 0.947-0.970 at 64 here
+  against 0.945-0.950 (`2026-12-06-s53-policy-sim*.txt`). `--only NAME` runs one of the
+  scenarios in `ONLY` alone.
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.

@@ -141,9 +141,6 @@ class GoodputPolicy:
     PRIOR_STEP_COST = 0.35
     # Noise allowed on a smaller batch's t(k) / t(0) when it bounds an unprobed cell here.
     MONOTONE_SLACK = 1.15
-    # At a plain window's start, the weight left to plain's prefill batches and realized
-    # results from before it at its bucket (`_plain_window_due`)
-    WINDOW_KEEP = 0.1
 
     def __init__(self, cfg, reducer: Optional[Callable[[list], list]] = None):
         self.cfg = cfg
@@ -233,28 +230,6 @@ class GoodputPolicy:
         self.free_probes = 4  # probes of a cell at the explore interval; then the gap doubles
         self.max_backoff = 64  # ... up to explore_interval x this decisions
         self.switch_margin = 0.03
-        # A plain window: while drafting at a near tie (plain's goodput within `window_tie` of
-        # the chosen k's) in a stay at a bucket that has lasted `plain_window` decisions and
-        # run fewer of them plain, plain runs `plain_window` decisions, and the choice is made
-        # from plain after it (`_plain_window_due`). Plain's cell, its prefill batches and its
-        # realized rate were otherwise read from probes, refreshes and warm-up surges only.
-        # GPU, session 52 (H100, dial 0.7, 64 requests): plain's step cell read 7.7-7.9 ms where
-        # its steady steps took 7.41, its prefill batch 10.3 / 15.2 ms on 4 / 6 batches against
-        # ~6.2 from steady turnover; the model put k = 3 at 1.02-1.10x of plain, plain made
-        # 1.04x of EAGLE-3, and goodput drafted 2 of 3 passes (0.950x / 0.967x).
-        self.plain_window = 64
-        self.window_tie = 0.10
-        # ... and while plain has fewer than `window_results` steady results here in the realized
-        # rate (its price never checked against what it delivered), this wider one
-        self.window_tie_unchecked = 0.25
-        self.window_results = 32.0
-        # decisions at the bucket from one window to the next there, doubling with each window
-        # run there, up to 8x
-        self.window_gap = 256
-        self._windows: dict = {}  # bucket -> (windows run there, its decision count at the last)
-        self._stay_start = 0  # the decision from which the batch has stayed in its bucket
-        self._stay_plain = 0  # ... and the decisions of it that ran plain
-        self._window_until = 0  # the last decision of the window running (0: none)
         # Between syncs, probes and batch-size buckets the table and the probe schedule are
         # fixed and only the acceptance estimate moves (slowly: decay 0.995 per result), so a
         # choice is reused for up to `reuse_for` decisions. The GPU servers spent 34 us of CPU
@@ -441,9 +416,6 @@ class GoodputPolicy:
         bucket = bucket_of(snap.running)
         if bucket != self._bucket_now:
             self._bucket_now, self._bucket_since = bucket, self.runs.clock
-            self._stay_start, self._stay_plain = d, 0
-            if d <= self._window_until:  # a window measures its bucket's load: that has gone
-                self._probe_left, self._window_until = 0, 0
         recent = self._recent_buckets
         if len(recent) == recent.maxlen:
             self._bucket_visits[recent[0]] -= 1
@@ -454,11 +426,9 @@ class GoodputPolicy:
         if (d <= r_until and bucket == r_bucket and self.table.syncs == r_syncs
                 and self._probe_left == 0 and d % self.explore_interval != 0):
             self.runs.tick(self._last_times[reused.steps])
-            self._stay_plain += reused.steps == 0
             return reused  # nothing but the acceptance can have moved (see reuse_for)
         decision = self._decide(bucket, acc)
         self.runs.tick(self._last_times[decision.steps])
-        self._stay_plain += decision.steps == 0
         if decision.reason not in ("probe", "refresh", "reprobe"):
             self._reuse = (decision, bucket, self.table.syncs, d + self.reuse_for - 1)
         return decision
@@ -703,22 +673,13 @@ class GoodputPolicy:
                  and self._probe_due(bucket, k)
                  and (self._probes.get((bucket, k), (0, 0))[0] == 0
                       or self._switch_paid(bucket, k, times, self.reprobe_budget))]
-        sync_after, length = True, self.probe_len
+        sync_after = True
         if under:
             # k=0 first: every estimate at this bucket scales from it, and an off step is
             # the cheapest probe
             k, self._probe_reason = under[0], "probe"
         elif self._plain_at_another_context(bucket):
             k, self._probe_reason = 0, "refresh"
-        elif self._plain_window_due(bucket, expected, times, goodput):
-            k, self._probe_reason, length = 0, "refresh", self.plain_window
-            runs, _ = self._windows.get(bucket, (0, 0))
-            self._windows[bucket] = (runs + 1, self._bucket_decisions[bucket])
-            self._window_until = self._decisions + length - 1
-            # what plain's price rested on here weighs a tenth: the window's load prices it
-            self.prefill.forget_kind(bucket, True, self.WINDOW_KEEP)
-            self.realized.forget(bucket, 0, self.WINDOW_KEEP)
-            self._current = 0  # the server is in plain at its end: drafting pays a switch on
         elif self._decisions % self.refresh_interval == 0 and self._current is not None:
             # A filled bucket: refresh the stalest of k=0 and the k that could still win (the
             # chosen k's neighbours among them), so an estimate that went wrong (or a cost that
@@ -767,37 +728,7 @@ class GoodputPolicy:
         started, _ = self._probes.get((bucket, k), (0, 0))
         self._probes[(bucket, k)] = (started + 1, self._decisions)
         self._probed_at[(bucket, k)] = self._bucket_decisions[bucket]
-        return self._start_probe(k, length, sync_after)
-
-    def _plain_window_due(self, bucket: int, expected: list, times: list, goodput: list) -> bool:
-        """Whether plain runs a window of `plain_window` decisions now (see `plain_window`):
-        drafting is chosen, plain's goodput is within `window_tie` of it, the batch has stayed
-        at this bucket for `plain_window` decisions (a level, not a ramp passing through) and
-        fewer of them ran plain (probes and refreshes only: no window yet), the request length is known and the bucket's requests have begun
-        to turn over (the window sees the level's own arrivals), plain meets the TPOT target
-        where one is set, and `window_gap` x 2^(windows run here - 1) (at most 8x) decisions at
-        this bucket have passed since its last window. Once per stay: a stay's load is the one
-        the window measures (a warm-up's surge priced plain dear for the level after it, and a
-        window in that warm-up would have read it dear too: `policy_sim.py`, level-entry-dear-plain
-        lines). It ends where the batch leaves the bucket (`decide`). Its price is a switch on
-        and at most `window_tie` of 64 plain steps: ~2-3% of a 5-s level at 64 requests on an
-        H100 (a switch on ~133 ms, a drafting step ~19 ms)."""
-        cur = self._current
-        checked = self.realized.steps(bucket, 0) >= self.window_results
-        tie = self.window_tie if checked else self.window_tie_unchecked
-        if not cur or goodput[0] < (1.0 - tie) * goodput[cur]:
-            return False
-        d = self._decisions
-        if d - self._stay_start < self.plain_window or self._stay_plain >= self.plain_window:
-            return False
-        if self.prefill.request_length() is None or not self.prefill.turnover_begun(bucket):
-            return False
-        slo = self.cfg.tpot_slo_ms
-        if slo is not None and 1000.0 * times[0] / expected[0] > slo:
-            return False
-        runs, last = self._windows.get(bucket, (0, 0))
-        return not runs or (self._bucket_decisions[bucket] - last
-                            >= self.window_gap * min(8, 2 ** (runs - 1)))
+        return self._start_probe(k, self.probe_len, sync_after)
 
     def _switch_paid(self, bucket: int, k: int, times: list, budget: float) -> bool:
         """Whether a probe or refresh of k that turns drafting on from plain (or plain on from
@@ -985,9 +916,6 @@ class GoodputPolicy:
                 "prefill_request_length": None if length is None else round(length, 1),
                 "prefill_mean_batch": self.prefill.snapshot_batch(),
                 "switch_on_ms": self.switch.snapshot(),
-                # plain windows run at a near tie, per bucket (`_plain_window_due`, session 53)
-                "plain_windows": {str(2 ** b): runs for b, (runs, _) in
-                                  sorted(self._windows.items())},
                 # how long the model keeps preferring drafting, or plain (preferred_runs.py)
                 "preferred_runs_ms": self.runs.snapshot(),
                 # the batch's bucket now and its stay there, which a switch on's price is spread

@@ -390,17 +390,6 @@ class PrefillLoad:
         prior = self.RATIO_PRIOR * math.log(self.PRIOR_RATIO)
         self.kind_ratio = math.exp((log_sum + prior) / (weight + self.RATIO_PRIOR))
 
-    def forget_kind(self, bucket: int, plain: bool, keep: float) -> None:
-        """Weigh what a kind's cost at this bucket rests on `keep` times as much (its mean
-        unchanged), so the batches that come next price it: a plain window's
-        (`GoodputPolicy._plain_window_due`). Rank-identical: merged values only."""
-        j = 0 if plain else 1
-        kind = self.kinds[bucket]
-        kind[2 * j] *= keep
-        kind[2 * j + 1] *= keep
-        self.kind_admitted[bucket][j] *= keep
-        self.refresh_merged()
-
     def kind_mean(self, bucket: int, plain: bool) -> Optional[float]:
         """A kind's own seconds a batch here (None: none seen), moved to the bucket's mean new
         requests a batch along the batch fit's per-request slope (the module doc's "A kind's

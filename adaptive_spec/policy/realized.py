@@ -87,14 +87,6 @@ class RealizedRate:
             for row, new in zip(self.merged, fresh):
                 row[i] = self.DECAY * row[i] + new[i]
 
-    def forget(self, bucket: int, k: int, keep: float) -> None:
-        """Weigh the cell's results `keep` times as much (its ratio's raw value unchanged), so
-        the results that come next read it: a plain window's (`GoodputPolicy._plain_window_due`).
-        Merged values only: rank-identical."""
-        i = bucket * self.width + k
-        for row in self.merged:
-            row[i] *= keep
-
     def steps(self, bucket: int, k: int) -> float:
         return self.merged[3][bucket * self.width + k]
 

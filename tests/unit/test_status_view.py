@@ -174,19 +174,6 @@ def test_the_runs_the_model_prefers_are_shown_once_one_has_finished():
     assert "plain-preferred runs" not in page
 
 
-def test_the_plain_windows_run_are_shown_by_bucket():
-    st = {"decision": {"steps": 0, "reason": "refresh"},
-          "cost_model": {"plain_windows": {"64": 2, "32": 1}}}
-    page = status_view.render([st])
-    assert "plain windows at a near tie, by bucket: 17-32: 1  33-64: 2" in page
-    st["cost_model"]["plain_windows"] = {}  # none run: no line
-    assert "plain windows" not in status_view.render([st])
-    # from a controller's own status: the policy's count, per bucket
-    ctl = served_controller()
-    ctl.policy._windows = {6: (1, 300)}
-    assert ctl.status()["cost_model"]["plain_windows"] == {"64": 1}
-
-
 def test_what_each_k_delivered_is_shown_where_it_differs_from_the_model():
     st = {"decision": {"steps": 0, "reason": "cost_model"},
           "cost_model": {"realized_ratio": {"64": {"0": [1.0, 30.0], "3": [0.936, 320.0]}}}}
