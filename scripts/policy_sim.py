@@ -98,6 +98,7 @@ import random
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Optional
 
 
 def main() -> int:
@@ -117,7 +118,7 @@ def main() -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the helpers: this checkout's
     if args.only:
         print("policy from", Path(adaptive_spec.__file__).parent)
-        globals()[ONLY[args.only]]()
+        ONLY[args.only]()
         return 0
     from tests.unit.draft_sim import run_rank
     from tests.unit.test_goodput_policy import (MOE16_MS, StallingFirstSamples, make_ctl, moe16_step_s,
@@ -177,10 +178,6 @@ def main() -> int:
     level_entry_dear_plain()
     return 0
 
-
-# the scenarios `--only` runs alone: name -> function
-ONLY = {"level-entry": "level_entry", "level-entry-requests": "level_entry_requests",
-        "level-entry-dear-plain": "level_entry_dear_plain", "sweep-levels": "sweep_levels"}
 
 
 def set_switch_on_horizon(steps: int) -> None:
@@ -805,7 +802,8 @@ def run_requests(levels, cost, switch_s, seed, ctl=None, static_k=None):
     return out
 
 
-def level_entry_requests(label: str = "level-entry-requests", dear_warm_up: dict = None) -> None:
+def level_entry_requests(label: str = "level-entry-requests",
+                         dear_warm_up: Optional[dict] = None) -> None:
     """Session 52: the same-run sweep's order with requests as the sweep makes them, so that a
     level's arrivals wait for its requests to finish: a warm-up of 2N requests of 128 tokens at
     each N of 1 / 16 / 32 / 64 / 128 (decisions enough for them), then measured levels of 900
@@ -846,6 +844,11 @@ def level_entry_dear_plain() -> None:
     7.7-7.9 ms against 7.41) and plain prefill batches 2x (10.3 / 15.2 ms against ~6.2, a split
     wave's). The measured levels run at the steady costs."""
     level_entry_requests("level-entry-dear-plain", {64: (1.07, 2.0)})
+
+
+# the scenarios `--only` runs alone: name -> function
+ONLY = {"level-entry": level_entry, "level-entry-requests": level_entry_requests,
+        "level-entry-dear-plain": level_entry_dear_plain, "sweep-levels": sweep_levels}
 
 
 if __name__ == "__main__":
