@@ -72,11 +72,17 @@ def test_a_goodput_status_shows_each_prefill_kinds_cost_a_batch():
     # each kind's new requests a batch, which its mean is moved from (session 48)
     assert ctl.status()["cost_model"]["prefill_kind_admitted"] == {"16": [1.0, 1.0]}
     assert "decode tokens a request" not in page  # no request finished yet
-    load.on_admitted(48)  # 16 in flight: 32 finished; every decode token so far over 48
-    page = status_view.render([ctl.status()])
-    length = round(load.length_tokens / 48, 1)
-    assert f"decode tokens a request (arrivals = batch x tokens a step / it): {length:g}" in page
     assert ctl.status()["cost_model"]["prefill_mean_batch"] == {"16": 16.0}  # (session 52)
+    # the request length on a controller fed by hand: 50 steps of 16 requests gaining a token
+    # each (800 decode tokens), then 48 admitted, 16 of them in flight, so 32 finished:
+    # L = 800 / 48 = 16.67 tokens a request, shown to a tenth
+    fresh = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    for _ in range(50):
+        fresh.policy.prefill.on_decode(4, 1.0, 16)
+    fresh.policy.prefill.on_admitted(48)
+    assert fresh.status()["cost_model"]["prefill_request_length"] == 16.7
+    page = status_view.render([fresh.status()])
+    assert "decode tokens a request (arrivals = batch x tokens a step / it): 16.7" in page
 
 
 def test_a_threshold_status_has_no_cost_model_and_still_renders():
