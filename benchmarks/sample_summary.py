@@ -30,6 +30,13 @@ Per batch bucket: the runs of drafting results that began right after a plain on
 on, its catch-up included), their count, results and ms in all, and their lengths; at a batch
 where plain wins those are probes and refreshes (session 39, GoodputPolicy._switch_paid).
 
+  python -m adaptive_spec.bench.sample_summary --plain-runs [--bucket 64] server-*.log
+
+The bucket's steady plain rows by their place in a run of plain results (1-32, 33-64, past 64):
+decode, prefill and all-in ms a result, and the decode ms beside a prefill's launch (session 53:
+whether a plain run's first decisions, whose prefills still run with the draft, are its dear
+ones).
+
   python -m adaptive_spec.bench.sample_summary --arrivals [--bucket 64] server-*.log
 
 Each stay of the batch in the bucket entered from a smaller one (a level's start after a drain):
@@ -208,6 +215,34 @@ def drafting_runs(rows: List[list]) -> str:
     return _aligned(out)
 
 
+def plain_runs(rows: List[list], bucket: int) -> str:
+    """`bucket`'s steady plain rows (rows of a ramp or drain left out) by their place in a run of
+    plain results (k = 0 in a row, counted over every bucket: results 1-32, 33-64, past 64):
+    their count, mean decode and prefill ms, the two together, and the decode ms of those beside
+    a prefill's launch (DROPPED, not AFTER_PREFILL). Session 53 (H100, 64 requests): goodput's
+    plain read 12.6 / 11.1 / 16.3 ms a result all-in in one call and 8.5 / 8.4 / 9.1 in another,
+    whatever the place: not the spec prefills of a run's first 32 decisions."""
+    places = (("1-32", 32), ("33-64", 64), (">64", math.inf))
+    cells: Dict[str, List[list]] = {}
+    place = 0
+    for row in rows:
+        place = place + 1 if row[1] == 0 else 0
+        if row[1] != 0 or row[3] & UNSTEADY or 2 ** bucket_of(row[0]) != bucket or len(row) < 6:
+            continue
+        cells.setdefault(next(name for name, top in places if place <= top), []).append(row)
+    out = [["results", "rows", "decode ms", "prefill ms", "all-in ms", "beside a launch ms"]]
+    for name, _ in places:
+        rs = cells.get(name)
+        if not rs:
+            continue
+        decode, prefill = (statistics.fmean(r[i] for r in rs) for i in (2, 4))
+        launched = [r[2] for r in rs if r[3] & DROPPED and not r[3] & AFTER_PREFILL]
+        out.append([name, str(len(rs)), f"{decode:.2f}", f"{prefill:.2f}",
+                    f"{decode + prefill:.2f}",
+                    f"{statistics.fmean(launched):.1f} ({len(launched)})" if launched else "-"])
+    return _aligned(out) if len(out) > 1 else f"(no steady plain rows at {bucket // 2 + 1}-{bucket})"
+
+
 SETTLED_PLAIN = 32  # plain results in a row that count as the policy having settled on plain
 
 
@@ -384,6 +419,8 @@ VIEWS = (
     ("realized", "per bucket and k, the tokens a second a request the steps delivered with their "
      "prefills", "what the steps delivered, prefills counted",
      lambda rows, bucket: realized_table(rows) + "\n" + prefill_modes(rows)),
+    ("plain-runs", "--bucket's steady plain rows by their place in a run of plain results",
+     "--bucket's steady plain rows by their place in a run of plain results", plain_runs),
     ("drafting-runs", "per bucket, the runs of drafting results begun after a plain one",
      "runs of drafting begun after a plain result", lambda rows, bucket: drafting_runs(rows)),
     ("launches", "every bucket's samples beside a prefill's launch against the rest",

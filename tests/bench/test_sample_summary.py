@@ -306,3 +306,27 @@ def test_replay_prefill_puts_each_rows_prefills_at_its_decode_batch(tmp_path, ca
     # 150 / 31 = 4.839 ms a step, merged at the sync after the 32nd row
     assert cols == [["33-64", "4.839", "31", "31", "4.839"]]
     assert ss.replay_prefill([[8, 0, 5.0, 0]]) == "(no rows with prefill ms)"
+
+
+def test_plain_rows_by_their_place_in_a_run_of_plain_results(tmp_path, capsys):
+    """Session 53: whether a plain run's first results are its dear ones. The place counts every
+    plain row in a row (a drafting one ends the run); the bucket's steady rows are averaged."""
+    drop, unsteady = sample_log.DROPPED, sample_log.UNSTEADY
+    rows = ([[60, 0, 6.0, 0, 2.0, 1.0], [60, 0, 8.0, drop, 0.0, 1.0],  # places 1, 2
+             [60, 0, 7.0, unsteady, 0.0, 1.0],  # place 3: a ramp's, left out
+             [60, 3, 18.0, 0, 0.0, 2.5]]  # ends the run
+            + [[60, 0, 5.0, 0, 1.0, 1.0]] * 33  # places 1-33
+            + [[100, 0, 9.0, 0, 0.0, 1.0]])  # place 34, at 65-128
+    lines = ss.plain_runs(rows, 64).splitlines()
+    # 1-32: 6, 8 and 32 rows of 5 ms: decode (6 + 8 + 160) / 34 = 5.12, prefill (2 + 32) / 34 =
+    # 1.00, all-in 6.12; beside a launch the 8-ms one
+    assert lines[1].split() == ["1-32", "34", "5.12", "1.00", "6.12", "8.0", "(1)"]
+    assert lines[2].split() == ["33-64", "1", "5.00", "1.00", "6.00", "-"]
+    assert len(lines) == 3  # nothing past 64
+    assert ss.plain_runs(rows, 128).splitlines()[1].split() == [
+        "33-64", "1", "9.00", "0.00", "9.00", "-"]  # its place counted over the 64 bucket's rows
+    assert ss.plain_runs(rows, 256) == "(no steady plain rows at 129-256)"
+    log = tmp_path / "server-goodput.log"
+    log.write_text(f"[2026-12-06 17:00:00] adaptive_spec samples rank=0 rows={json.dumps(rows)}\n")
+    assert ss.main([str(log), "--plain-runs", "--bucket", "64"]) == 0
+    assert "1-32    34" in capsys.readouterr().out
