@@ -240,7 +240,9 @@ def plain_runs(rows: List[list], bucket: int) -> str:
         out.append([name, str(len(rs)), f"{decode:.2f}", f"{prefill:.2f}",
                     f"{decode + prefill:.2f}",
                     f"{statistics.fmean(launched):.1f} ({len(launched)})" if launched else "-"])
-    return _aligned(out) if len(out) > 1 else f"(no steady plain rows at {bucket // 2 + 1}-{bucket})"
+    if len(out) == 1:
+        return f"(no steady plain rows at {bucket // 2 + 1}-{bucket})"
+    return _aligned(out)
 
 
 SETTLED_PLAIN = 32  # plain results in a row that count as the policy having settled on plain
