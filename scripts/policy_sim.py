@@ -88,6 +88,11 @@ the same scenarios, for the before/after pairs. Scenarios:
   window (3f51f33, not landed: on the H100 its plain read dear too) made 0.947-0.970 at 64 here
   against 0.945-0.950 (`2026-12-06-s53-policy-sim*.txt`). `--only NAME` runs one of the
   scenarios in `ONLY` alone.
+- incumbent-stall (session 54): session 53's MoE table at 3-4 running (k = 0..3 2.67 / 5.32 /
+  5.5 / 5.72 ms, dial 0.7: k = 3 1.18x plain), 8,000 decisions at 4 running, every step 1.5-3x
+  dearer for 32-64 decisions from 3,000 while k = 3 runs (a host stall): per seed, the rate
+  against static k = 3 and plain's decisions in the 2,000 after the stall (`--root` of an older
+  checkout: no recheck of a cell that jumped).
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -176,6 +181,7 @@ def main() -> int:
     level_entry()
     level_entry_requests()
     level_entry_dear_plain()
+    incumbent_stall()
     return 0
 
 
@@ -838,6 +844,29 @@ def level_entry_requests(label: str = "level-entry-requests",
               f"{' / '.join(rates)}")
 
 
+def incumbent_stall() -> None:
+    """Session 54: a stall that lands on the chosen k only (GPU, session 53, H100, MoE layout,
+    4 requests: k = 3 read 9.8-10.6 ms after a 1-s stall where ~1,000 samples had read 5.7, and
+    plain ran 10 s of the 20-s level)."""
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.controller import Controller
+    from tests.unit.test_stall_recheck import stalled_costs
+    from tests.unit.test_switch_cost import run_switching, static_rate
+
+    loads = [4] * 8000
+    for factor, length in ((1.5, 64), (2.0, 40), (2.0, 64), (3.0, 32), (3.0, 64)):
+        runs = []
+        for seed in range(3):
+            ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+            chosen, rate, _ = run_switching(ctl, loads, stalled_costs(3000, length, factor),
+                                            0.005, seed)
+            k3 = static_rate(loads, stalled_costs(3000, length, factor), 3)
+            end = 3000 + length
+            runs.append(f"{rate / k3:.3f} (plain {chosen[end:end + 2000].count(0)})")
+        print(f"incumbent-stall x{factor} for {length}: of static k = 3, per seed (plain in "
+              f"the 2,000 after): {', '.join(runs)}")
+
+
 def level_entry_dear_plain() -> None:
     """Session 53: `level_entry_requests` with plain dear in the warm-up at 64, as session 52's
     GPU warm-up left it (H100, dial 0.7): a plain step 7% over its steady cost (its cell read
@@ -848,7 +877,8 @@ def level_entry_dear_plain() -> None:
 
 # the scenarios `--only` runs alone: name -> function
 ONLY = {"level-entry": level_entry, "level-entry-requests": level_entry_requests,
-        "level-entry-dear-plain": level_entry_dear_plain, "sweep-levels": sweep_levels}
+        "level-entry-dear-plain": level_entry_dear_plain, "sweep-levels": sweep_levels,
+        "incumbent-stall": incumbent_stall}
 
 
 if __name__ == "__main__":

@@ -209,6 +209,8 @@ class GoodputPolicy:
         # of a cell still under-sampled, once it fits this one
         self.refresh_budget = 0.005
         self.reprobe_budget = 0.01
+        # a recheck of a cell that jumped (`_recheck`): the k it may win back is worth more
+        self.recheck_budget = 0.02
         # While drafting, another filled drafting k is refreshed as often as its cost allows
         # (`_drafting_refresh`): the goodput its steps lose may take this share of the decisions,
         # and no cell is refreshed more often than every `drafting_refresh_gap` decisions
@@ -248,6 +250,8 @@ class GoodputPolicy:
         self._probe_left = 0
         self._probe_reason = "probe"  # "probe" (an under-sampled cell) or "refresh" (a filled one)
         self._probes: dict = {}  # (bucket, k) -> (probes started, decision of the last one)
+        self._rechecked: dict = {}  # (bucket, k) -> the table's sync of the jump rechecked last
+        self._realized_at_jump: dict = {}  # table cell -> its realized sums before its jump
         self._context = 0.0  # KV tokens per running request at this decision (rank-identical)
         # a probe's samples are merged right after its last result arrives (overlap: one
         # decision late), so the next explore sees them instead of probing the cell again
@@ -450,9 +454,24 @@ class GoodputPolicy:
         end_switch = len(merged) - self.realized.vector_length
         end_prefill = end_switch - 2 * self.switch.buckets
         self.table.merge(merged[:n_table], self._context)
+        self._realized_around_jumps()
         self.prefill.merge(merged[n_table:end_prefill])
         self.switch.merge(merged[end_prefill:end_switch])
         self.realized.merge(merged[end_switch:])
+
+    def _realized_around_jumps(self) -> None:
+        """A stall raises what a k's results took as it raises its step cell: where the table
+        finds a jump to be a stall (`StepTimeTable.merge_events`), k's realized sums go back to
+        what they were before it, or its goodput would still read the stall through the
+        realized ratio (in simulation, 0.84 of its own rate after the cell was mended). Run
+        before the realized rate merges this sync, whose results come after the recheck."""
+        for i, event in self.table.merge_events:
+            if event == "jump":
+                self._realized_at_jump[i] = self.realized.cell(i)
+            elif event == "stall" and i in self._realized_at_jump:
+                self.realized.set_cell(i, self._realized_at_jump.pop(i))
+            else:
+                self._realized_at_jump.pop(i, None)
 
     def _decide(self, bucket: int, acc: AcceptanceStats) -> Decision:
         expected = self.expected_tokens(acc)
@@ -680,6 +699,8 @@ class GoodputPolicy:
             k, self._probe_reason = under[0], "probe"
         elif self._plain_at_another_context(bucket):
             k, self._probe_reason = 0, "refresh"
+        elif (k := self._recheck(bucket, expected, times, best)) is not None:
+            self._probe_reason = "refresh"
         elif self._decisions % self.refresh_interval == 0 and self._current is not None:
             # A filled bucket: refresh the stalest of k=0 and the k that could still win (the
             # chosen k's neighbours among them), so an estimate that went wrong (or a cost that
@@ -729,6 +750,31 @@ class GoodputPolicy:
         self._probes[(bucket, k)] = (started + 1, self._decisions)
         self._probed_at[(bucket, k)] = self._bucket_decisions[bucket]
         return self._start_probe(k, self.probe_len, sync_after)
+
+    def _recheck(self, bucket: int, expected: list[float], times: list,
+                 best: float) -> Optional[int]:
+        """A k not chosen now whose cell jumped (`StepTimeTable.recheck_due`) and would win at
+        its mean before the jump: re-measured once per jump, when its switch fits
+        `recheck_budget`. Only its own samples can tell a stall from a new cost, and a k left
+        for a stall gets none: the refreshes take the stalest cells first, and the one that
+        just jumped is the freshest. The realized ratio is left out of the test: the stall's
+        results are in it too."""
+        for k in range(self.max_steps + 1):
+            before = self.table.recheck_due(bucket, k)
+            if before is None or k == self._current:
+                continue
+            jump = self.table.jumped_at[self.table._i(bucket, k)]
+            if self._rechecked.get((bucket, k)) == jump:
+                continue
+            if k > 0 and expected[k] - 1.0 < self.hopeless_gain:
+                continue
+            launch = self._bucket_view(bucket)[2][k]
+            prefill = self.prefill.per_step(bucket, expected[k], launch, plain=k == 0)
+            if (expected[k] / (before + prefill) >= best
+                    and self._switch_paid(bucket, k, times, self.recheck_budget)):
+                self._rechecked[(bucket, k)] = jump
+                return k
+        return None
 
     def _switch_paid(self, bucket: int, k: int, times: list, budget: float) -> bool:
         """Whether a probe or refresh of k that turns drafting on from plain (or plain on from
@@ -916,6 +962,9 @@ class GoodputPolicy:
                 "prefill_request_length": None if length is None else round(length, 1),
                 "prefill_mean_batch": self.prefill.snapshot_batch(),
                 "switch_on_ms": self.switch.snapshot(),
+                # per bucket, cells that jumped at one merge, and how many of those jumps later
+                # samples found to be a stall or a new cost (step_table.py, session 54)
+                "step_jumps": self.table.jump_counts,
                 # how long the model keeps preferring drafting, or plain (preferred_runs.py)
                 "preferred_runs_ms": self.runs.snapshot(),
                 # the batch's bucket now and its stay there, which a switch on's price is spread

@@ -87,6 +87,15 @@ class RealizedRate:
             for row, new in zip(self.merged, fresh):
                 row[i] = self.DECAY * row[i] + new[i]
 
+    def cell(self, i: int) -> list:
+        """Cell i's (bucket x width + k) merged sums, one per field."""
+        return [row[i] for row in self.merged]
+
+    def set_cell(self, i: int, sums: list) -> None:
+        """Put back sums `cell` returned (the results since dropped)."""
+        for row, v in zip(self.merged, sums):
+            row[i] = v
+
     def steps(self, bucket: int, k: int) -> float:
         return self.merged[3][bucket * self.width + k]
 

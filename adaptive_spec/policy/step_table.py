@@ -55,6 +55,19 @@ class StepTimeTable:
     # `policy_sim.py`, launch-burst-16: k = 3 from decision 59-75 of 6,000, 1,210-2,043 before).
     LAUNCH_SHARE_MIN = 32.0  # a bucket's samples before its launched share caps a cell
     LAUNCH_SHARE_MEMORY = 512.0  # samples of history the share weighs at most
+    # A well-measured cell whose mean jumps at one merge may have met a host stall rather than
+    # a new cost: it is taken at its new mean (a real change must be followed) and the mean
+    # before the jump is kept (the lower of the means before this merge and the last, for a
+    # stall that began just before a sync). Samples within JUMP_RATIO of it are merged
+    # against it, as if the jump had not come; the first ones RECHECK_SYNCS or more syncs
+    # after the jump that read above it let the jump stand, and the cell starts again from
+    # them (before, the stall may still last). GPU, session 53 (H100, MoE layout, 4 requests): k = 3,
+    # chosen with ~1,000 samples at 5.7 ms, read 9.8-10.6 ms after a 1-s stall of every step;
+    # plain ran for 10 s of the 20-s level, k = 3 was not measured again (only its own samples
+    # could mend it) and goodput made 0.880x of EAGLE-3 (`recheck_due`, `GoodputPolicy._recheck`)
+    JUMP_RATIO = 1.25
+    JUMP_MIN_SAMPLES = 24.0
+    RECHECK_SYNCS = 4
 
     def __init__(self, max_steps: int, decay: float = 0.9):
         self.max_steps = max_steps
@@ -67,6 +80,14 @@ class StepTimeTable:
         # ... and the context then (KV tokens per running request; 0.0: not known)
         self.context_at = [0.0] * n
         self.moved = [1.0] * n  # how far (relative) each cell's mean moved at its last merge
+        # per cell, the mean before a jump not yet rechecked (0.0: none) and the sync of the jump
+        self.jumped_from = [0.0] * n
+        self.jumped_at = [-1] * n
+        self.mean_before = [0.0] * n  # each cell's mean before its last merge
+        # what the last merge found of jumps: (cell, "jump" | "stall" | "new cost"); and
+        # per bucket, how many of each since the start (the status)
+        self.merge_events: list = []
+        self.jump_counts: dict = {}
         # Local, not yet merged: the latest samples since the last sync.
         self._local = [deque(maxlen=self.LOCAL_CAP) for _ in range(n)]
         # ... and those over the plausible bound, held aside (see `record`)
@@ -170,22 +191,64 @@ class StepTimeTable:
         if len(merged) >= 2 * n + 2 * buckets:  # each bucket's launched share (`local_vector`)
             self._merge_launch_share(merged[2 * n:2 * n + buckets], merged[2 * n + buckets:])
         self.syncs += 1
+        self.merge_events = []
+        self._merge_cells(sums, ns, context)
+        for i, event in self.merge_events:
+            counts = self.jump_counts.setdefault(str(2 ** (i // (self.max_steps + 1))), {})
+            counts[event] = counts.get(event, 0) + 1
+
+    def _merge_cells(self, sums: list, ns: list, context: float) -> None:
+        """Each cell with merged samples: its fresh mean into its mean (`merge`)."""
         for i, c in enumerate(ns):
             if c <= 0:
                 continue
             fresh = sums[i] / c
             old = self.mean[i]
-            if self.count[i] == 0 or (ns[i] >= 2 and not 0.5 <= fresh / old <= 2.0):
-                # new, or a change too large for noise (a bad start, a new context length):
-                # start the cell again from the fresh samples
+            basis = self._merge_basis(i, fresh)
+            if (self.count[i] == 0 or basis is None
+                    or (ns[i] >= 2 and not 0.5 <= fresh / basis <= 2.0)):
+                # new, a jump these samples confirm, or a change too large for noise (a bad
+                # start, a new context length): start the cell again from the fresh samples
                 self.mean[i], self.count[i] = fresh, 0.0
             else:
                 w_old = self.decay * min(self.count[i], 12.0)  # recent samples dominate
-                self.mean[i] = (w_old * old + ns[i] * fresh) / (w_old + ns[i])
+                self.mean[i] = (w_old * basis + ns[i] * fresh) / (w_old + ns[i])
             self.moved[i] = abs(self.mean[i] - old) / old if old > 0 else 1.0
+            self.mean_before[i] = old
             self.count[i] += ns[i]
             self.fresh_at[i] = self.syncs
             self.context_at[i] = context
+
+    def _merge_basis(self, i: int, fresh: float) -> Optional[float]:
+        """The mean the fresh samples of cell i merge against: its mean, or the one before a
+        jump that these samples find to be a stall (`JUMP_RATIO`); None where they confirm the
+        jump (a new cost: the cell starts again from them). Records a new jump and what settles
+        one (called after `syncs` moved to this merge's)."""
+        old, before = self.mean[i], self.jumped_from[i]
+        if before > 0.0:
+            if fresh <= self.JUMP_RATIO * before:
+                self.jumped_from[i] = 0.0
+                self.merge_events.append((i, "stall"))
+                return before
+            if self.syncs - self.jumped_at[i] >= self.RECHECK_SYNCS:
+                self.jumped_from[i] = 0.0
+                self.merge_events.append((i, "new cost"))
+                return None
+            return old  # the stall may still last
+        if self.count[i] >= self.JUMP_MIN_SAMPLES and fresh > self.JUMP_RATIO * old:
+            base = min(old, self.mean_before[i]) if self.mean_before[i] > 0.0 else old
+            self.jumped_from[i], self.jumped_at[i] = base, self.syncs
+            self.merge_events.append((i, "jump"))
+        return old
+
+    def recheck_due(self, bucket: int, k: int) -> Optional[float]:
+        """The cell's mean before a jump whose recheck is due (RECHECK_SYNCS since it), else
+        None."""
+        i = self._i(bucket, k)
+        before = self.jumped_from[i]
+        if before > 0.0 and self.syncs - self.jumped_at[i] >= self.RECHECK_SYNCS:
+            return before
+        return None
 
     def _merge_launch_share(self, launched: list, seen: list) -> None:
         for b, (hit, all_) in enumerate(zip(launched, seen)):
