@@ -61,10 +61,11 @@ class StepTimeTable:
     # stall that began just before a sync). Samples within JUMP_RATIO of it are merged
     # against it, as if the jump had not come; the first ones RECHECK_SYNCS or more syncs
     # after the jump that read above it let the jump stand, and the cell starts again from
-    # them (before, the stall may still last). GPU, session 53 (H100, MoE layout, 4 requests): k = 3,
-    # chosen with ~1,000 samples at 5.7 ms, read 9.8-10.6 ms after a 1-s stall of every step;
-    # plain ran for 10 s of the 20-s level, k = 3 was not measured again (only its own samples
-    # could mend it) and goodput made 0.880x of EAGLE-3 (`recheck_due`, `GoodputPolicy._recheck`)
+    # them (before, the stall may still last). GPU, session 53 (H100, MoE layout, 4
+    # requests): k = 3, chosen with ~1,000 samples at 5.7 ms, read 9.8-10.6 ms after a 1-s
+    # stall of every step; plain ran for 10 s of the 20-s level, k = 3 was not measured again
+    # (only its own samples could mend it) and goodput made 0.880x of EAGLE-3 (`recheck_due`,
+    # `GoodputPolicy._recheck`)
     JUMP_RATIO = 1.25
     JUMP_MIN_SAMPLES = 24.0
     RECHECK_SYNCS = 4
