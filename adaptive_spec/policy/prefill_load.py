@@ -450,7 +450,9 @@ class PrefillLoad:
         else:
             a_k = a * tokens_k / max(self.tokens[source], 1e-9)
         launches = max(0.0, launch_s) * self.batches[source]  # per step, at the measured rate
-        return (p + launches) * (1.0 - math.exp(-a_k)) / (1.0 - math.exp(-a))
+        # expm1: a source whose values decayed to ~1e-17 reads 1 - exp(-a) as 0.0 (GPU, session
+        # 54: a division by zero, the server's fallback for the rest of its run)
+        return (p + launches) * math.expm1(-a_k) / math.expm1(-a)
 
     def _priced_at(self, bucket: int) -> bool:
         """Whether this bucket has seen MIN_STEPS steady decode steps and prefills beside them."""

@@ -447,6 +447,28 @@ def test_a_bucket_without_prefills_yet_is_priced_from_the_nearest_once_the_lengt
     assert level_32_then_64(0).per_step(6, 2.5) == 0.0
 
 
+def test_a_source_bucket_whose_values_decayed_to_almost_nothing_still_prices():
+    """GPU, session 54 (H100, MoE layout, 4 requests): the nearest priced bucket's admitted
+    requests a step had decayed to 5.4e-17, 1 - exp(-a) read 0.0 in floating point, and the
+    division by it sent the server to its fallback for the rest of the run. Decayed alike,
+    the values keep their ratios: a -> 0 leaves a step with arrivals at the batch's own
+    5 ms (p / a = 0.005 x a / a), scaled to 64's arrivals as above."""
+    load = PrefillLoad(13)
+    load.on_admitted(128)
+    for i in range(1536):
+        load.on_decode(5, 1.0, 32)
+        if i % 6 == 5:
+            load.on_admitted(1)
+            load.on_prefill(5, 0.005, 1)
+    for _ in range(100):
+        load.on_decode(6, 1.0, 64)
+    load.sync(lambda v: v)
+    for values in (load.seconds, load.admitted, load.batches):
+        values[5] *= 5.4e-17 / load.admitted[5]
+    length = load.request_length()  # 55,552 / 384, as above
+    assert load.per_step(6, 2.5) == pytest.approx(0.005 * (1 - math.exp(-64 * 2.5 / length)))
+
+
 def test_turnover_has_begun_where_arrivals_reach_half_the_predicted():
     """The realized rate waits for a bucket's requests to begin finishing: before, no prefill
     comes while the term predicts them, and whichever k ran read them as its own gain (simulated:
