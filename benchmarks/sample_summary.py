@@ -83,6 +83,16 @@ hold a prefill's new requests: a row's prefills count as one batch of one reques
 the batch counts and fits, not the seconds a step. Session 51 (H100, 64 requests): the server
 read 3.48 ms a step at 33-64, its rows 4.22: its prefills had gone by the scheduler's count,
 which put some at 65-128 (`Controller._decode_batch_beside`).
+
+  python -m adaptive_spec.bench.sample_summary --replay-policy server-*.log
+
+Every row through a goodput controller of this checkout, in order: a decision at the row's
+batch size, its prefill's result (one request) when it had one, then its decode result at the
+row's k, time and acceptance (the decisions are not the server's: each row keeps the k that
+ran). Whether the policy fails on what the server measured (the exception and where it was
+raised), and the step table's jumps (`step_jumps`). Session 54 (H100, MoE layout, 4 requests):
+the goodput server fell back after a division by zero; its own rows raise it again on the code
+it ran, and not since the fix (`2026-12-06-s54-readings.txt`).
 """
 from __future__ import annotations
 
@@ -384,6 +394,47 @@ def replay_table(rows: List[list], bucket: int) -> str:
     return _aligned(out)
 
 
+def replay_policy(rows: List[list]) -> str:
+    """The rows through a goodput controller (the module doc's `--replay-policy`): the rows
+    replayed, the policy's first failure or none, and its step table's jumps."""
+    import traceback
+
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.controller import Controller
+    from adaptive_spec.signals import LoadSnapshot
+
+    steps = max(3, max(k for _, k, *_ in rows))
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=steps))
+    policy, failure, clock = ctl.policy, [], {"tick": 0.0, "elapsed": 0.0}
+    ctl.timer.tick = lambda steps, now=None: clock["tick"]
+    ctl.timer.elapsed = lambda now=None: clock["elapsed"]
+    decide = policy.decide
+
+    def recorded(*args):
+        try:
+            return decide(*args)
+        except Exception as exc:
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            failure.append(f"{type(exc).__name__}: {exc} "
+                           f"({Path(frame.filename).name}:{frame.lineno}, {frame.line})")
+            raise
+    policy.decide = recorded
+    for n, (bs, k, ms, flags, prefill_ms, accept_len, *_) in enumerate(rows):
+        ctl.on_snapshot(LoadSnapshot(running=bs))
+        ctl.decide(bs)
+        if failure:
+            return (f"{n + 1} of {len(rows)} rows replayed; the policy failed at row {n + 1}: "
+                    f"{failure[0]}")
+        if prefill_ms:
+            clock["elapsed"] = prefill_ms / 1000.0
+            ctl.on_prefill_result(admitted=1)
+        clock["tick"] = ms / 1000.0
+        correct = max(0, min(k, round(accept_len) - 1))
+        ctl.on_result(k, [correct] * bs, "on" if k else "off")
+    jumps = policy.table.jump_counts if hasattr(policy.table, "jump_counts") else "not kept"
+    return f"{len(rows)} rows replayed; no failure; step jumps {json.dumps(jumps)}"
+
+
 def replay_prefill(rows: List[list]) -> str:
     """Every row (those since session 40, which carry prefill ms and tokens) through the
     prefill term at its decode batch's bucket, a sync every REPLAY_SYNC_ROWS rows: per bucket,
@@ -432,6 +483,8 @@ VIEWS = (
     ("replay-table", "--bucket's rows through the step-time table, launched samples at the "
      "bucket's share or not", "--bucket's rows through the step-time table, ms / samples",
      replay_table),
+    ("replay-policy", "every row through a goodput controller: its first failure or none",
+     None, lambda rows, bucket: replay_policy(rows)),
     ("replay-prefill", "every row through the prefill term at its decode batch's bucket",
      "every row through the prefill term by its decode batch, ms a step",
      lambda rows, bucket: replay_prefill(rows)),

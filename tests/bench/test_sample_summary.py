@@ -330,3 +330,29 @@ def test_plain_rows_by_their_place_in_a_run_of_plain_results(tmp_path, capsys):
     log.write_text(f"[2026-12-06 17:00:00] adaptive_spec samples rank=0 rows={json.dumps(rows)}\n")
     assert ss.main([str(log), "--plain-runs", "--bucket", "64"]) == 0
     assert "1-32    34" in capsys.readouterr().out
+
+
+def test_replay_policy_runs_the_rows_through_a_goodput_controller(tmp_path, capsys):
+    """Session 54: a k = 3 cell at 3-4 running measured at 5.7 ms over 10 syncs, then a sync of
+    2x stalls (a jump), then 5.7 again (the stall found): no failure, and the step table's
+    jumps. The syncs come every 32 decisions, the first at the 32nd (results 1-31): rows 321-351
+    stall in the sync of the 352nd decision, row 352 among 31 normal ones in the next."""
+    rows = ([[4, 3, 5.7, 0, 0.0, 3.5]] * 320 + [[4, 3, 11.4, 0, 0.0, 3.5]] * 32
+            + [[4, 3, 5.7, 0, 0.0, 3.5]] * 160)
+    assert ss.replay_policy(rows) == (
+        '512 rows replayed; no failure; step jumps {"4": {"jump": 1, "stall": 1}}')
+    log = tmp_path / "server-goodput.log"
+    log.write_text(f"[2026-12-06 17:00:00] adaptive_spec samples rank=0 rows={json.dumps(rows)}\n")
+    assert ss.main([str(log), "--replay-policy"]) == 0
+    assert "512 rows replayed; no failure" in capsys.readouterr().out
+
+
+def test_replay_policy_names_the_policys_first_failure(monkeypatch):
+    from adaptive_spec.policy.goodput import GoodputPolicy
+
+    def broken(self, bucket, acc):
+        return 1.0 / 0.0
+    monkeypatch.setattr(GoodputPolicy, "_decide", broken)
+    out = ss.replay_policy([[4, 0, 2.7, 0, 0.0, 1.0]] * 5)
+    assert out.startswith("1 of 5 rows replayed; the policy failed at row 1: ZeroDivisionError: "
+                          "float division by zero (test_sample_summary.py:")
