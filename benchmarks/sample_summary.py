@@ -90,7 +90,7 @@ Every row through a goodput controller of this checkout, in order: a decision at
 batch size, its prefill's result (one request) when it had one, then its decode result at the
 row's k, time and acceptance (the decisions are not the server's: each row keeps the k that
 ran). Whether the policy fails on what the server measured (the exception and where it was
-raised), and the step table's jumps (`step_jumps`). Session 54 (H100, MoE layout, 4 requests):
+raised), the step table's jumps (`step_jumps`), and the replay's own decisions by batch bucket. Session 54 (H100, MoE layout, 4 requests):
 the goodput server fell back after a division by zero; its own rows raise it again on the code
 it ran, and not since the fix (`2026-12-06-s54-readings.txt`).
 """
@@ -419,9 +419,11 @@ def replay_policy(rows: List[list]) -> str:
                            f"({Path(frame.filename).name}:{frame.lineno}, {frame.line})")
             raise
     policy.decide = recorded
+    decided: Dict[str, Counter] = {}
     for n, (bs, k, ms, flags, prefill_ms, accept_len, *_) in enumerate(rows):
         ctl.on_snapshot(LoadSnapshot(running=bs))
-        ctl.decide(bs)
+        d = ctl.decide(bs)
+        decided.setdefault(bucket_label(bucket_of(bs)), Counter())[f"{d.steps}:{d.reason}"] += 1
         if failure:
             return (f"{n + 1} of {len(rows)} rows replayed; the policy failed at row {n + 1}: "
                     f"{failure[0]}")
@@ -432,7 +434,9 @@ def replay_policy(rows: List[list]) -> str:
         correct = max(0, min(k, round(accept_len) - 1))
         ctl.on_result(k, [correct] * bs, "on" if k else "off")
     jumps = policy.table.jump_counts if hasattr(policy.table, "jump_counts") else "not kept"
-    return f"{len(rows)} rows replayed; no failure; step jumps {json.dumps(jumps)}"
+    by_bucket = {b: dict(sorted(c.items())) for b, c in decided.items()}
+    return (f"{len(rows)} rows replayed; no failure; step jumps {json.dumps(jumps)}\n"
+            f"its decisions by batch bucket (not the server's): {json.dumps(by_bucket)}")
 
 
 def replay_prefill(rows: List[list]) -> str:

@@ -39,6 +39,13 @@ class StepTimeTable:
     PLAUSIBLE = 1.5  # slack on the (2k+2) x t(k=0) bound of a drafting step's cost
     IMPLAUSIBLE_QUORUM = 3  # a cell's samples in a sync from which those over it are trimmed, not dropped
     CEILING_SAMPLES = 6  # samples a cell needs before it caps a shorter chain or a smaller batch
+    # A plain step at a smaller batch reads the same weights: under this share of the larger
+    # batch's plain step it was mis-timed, and the smaller batch bounds nothing above it
+    # (`smaller_batch_floor`). Dense pair, H100, session 53: 4.8 ms at 1 running, 8.2 at 65-128
+    # (0.58). GPU, session 54 (MoE layout, a cold start): plain at 1 running read 0.49 ms on
+    # samples right after the warm-up's prefills, 2.5 later; k = 1's 3.6 over it floored every
+    # drafting k at 3-4 out of every probe, and the server ran plain on all 6,949 decisions there
+    SMALLER_PLAIN_MIN_SHARE = 0.5
     # ... and how recently it must have had them (syncs; 256 = 8,192 decisions, 1-3 minutes of
     # a busy server): a cell measured at shorter contexts long ago is no bound on today's
     CAP_FRESH_SYNCS = 256
@@ -394,6 +401,8 @@ class StepTimeTable:
             ib0 = self._i(b, 0)
             if self.count[ib0] < min_samples:
                 continue
+            if self.settled(b, 0) < self.SMALLER_PLAIN_MIN_SHARE * t0:
+                continue  # its plain cell is no plain step: the ratio over it bounds nothing
             ratios = []
             for j in range(1, k + 1):
                 if self.count[self._i(b, j)] >= min_samples:

@@ -339,8 +339,10 @@ def test_replay_policy_runs_the_rows_through_a_goodput_controller(tmp_path, caps
     stall in the sync of the 352nd decision, row 352 among 31 normal ones in the next."""
     rows = ([[4, 3, 5.7, 0, 0.0, 3.5]] * 320 + [[4, 3, 11.4, 0, 0.0, 3.5]] * 32
             + [[4, 3, 5.7, 0, 0.0, 3.5]] * 160)
-    assert ss.replay_policy(rows) == (
-        '512 rows replayed; no failure; step jumps {"4": {"jump": 1, "stall": 1}}')
+    first, decisions = ss.replay_policy(rows).splitlines()
+    assert first == '512 rows replayed; no failure; step jumps {"4": {"jump": 1, "stall": 1}}'
+    assert decisions.startswith('its decisions by batch bucket (not the server\'s): {"3-4": {')
+    assert sum(json.loads(decisions.split(": ", 1)[1])["3-4"].values()) == 512
     log = tmp_path / "server-goodput.log"
     log.write_text(f"[2026-12-06 17:00:00] adaptive_spec samples rank=0 rows={json.dumps(rows)}\n")
     assert ss.main([str(log), "--replay-policy"]) == 0

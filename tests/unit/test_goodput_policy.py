@@ -1288,6 +1288,28 @@ def test_a_stalled_cell_at_a_smaller_batch_floors_nothing_above_what_this_batch_
         0.002139 * 3.736 / 2.139)
 
 
+def test_a_mistimed_plain_cell_at_a_smaller_batch_floors_nothing():
+    """GPU, session 54 (H100, MoE layout, dial 0.7, a cold start at 4 requests after a warm-up
+    at one, `m1b`): plain at 1 running read 0.49 ms on samples right after the warm-up's
+    prefills (2.50 at the end), and k = 1's 3.56 ms over it floored every drafting k at 3-4 at
+    2.7 x 3.56 / 0.49 = 19.6 ms: no drafting k was probed there in 6,949 decisions, where
+    EAGLE-3 made 1.12x of plain. A plain step at 1 request under half of one at 4 is no plain
+    step (they read the same weights; 0.58 from 1 to 65-128 on the dense pair): it bounds
+    nothing, and k = 1 is probed at the next explore step."""
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    fill_cells(pol.table, 1, {0: (0.49, 29), 1: (3.56, 6)})
+    fill_cells(pol.table, 2, {0: (2.64, 73)})
+    fill_cells(pol.table, 4, {0: (2.7, 21)})
+    acc = AcceptanceStats()
+    for _ in range(20):
+        acc.observe(1, [0] * 45 + [1] * 55)
+    pol._current = 0
+    pol._decisions = pol.explore_interval * 5 - 1
+    assert pol.table.smaller_batch_floor(bucket_of(4), 3, pol.min_samples) == 0.0
+    d = pol.decide(LoadSnapshot(running=4), acc)
+    assert (d.steps, d.reason) == (1, "probe"), d
+
+
 CONTEXT_BASE = (0.006, 0.012, 0.0155, 0.019)  # a step's cost beside the KV reads, k = 0..3
 
 
