@@ -86,13 +86,13 @@ which put some at 65-128 (`Controller._decode_batch_beside`).
 
   python -m adaptive_spec.bench.sample_summary --replay-policy server-*.log
 
-Every row through a goodput controller of this checkout, in order: a decision at the row's
-batch size, its prefill's result (one request) when it had one, then its decode result at the
-row's k, time and acceptance (the decisions are not the server's: each row keeps the k that
-ran). Whether the policy fails on what the server measured (the exception and where it was
-raised), the step table's jumps (`step_jumps`), and the replay's own decisions by batch bucket. Session 54 (H100, MoE layout, 4 requests):
-the goodput server fell back after a division by zero; its own rows raise it again on the code
-it ran, and not since the fix (`2026-12-06-s54-readings.txt`).
+Every row through a goodput controller of this checkout, in order: a decision at the row's batch
+size, its prefill's result (one request) when it had one, then its decode result at the row's k,
+time and acceptance (the decisions are not the server's: each row keeps the k that ran). Whether
+the policy fails on what the server measured (the exception and where it was raised), the step
+table's jumps (`step_jumps`), and the replay's own decisions by batch bucket. Session 54 (H100,
+MoE layout, 4 requests): the goodput server fell back after a division by zero in the prefill
+term; since the fix its own rows raise nothing (`2026-12-06-s54-readings.txt`).
 """
 from __future__ import annotations
 
