@@ -7,8 +7,7 @@ from adaptive_spec.config import AdaptiveSpecConfig
 from adaptive_spec.controller import Controller
 from adaptive_spec.policy.realized import RealizedRate
 from adaptive_spec.policy.step_table import bucket_of
-from tests.unit.draft_sim import on_threads
-from tests.unit.test_switch_cost import _ThreadRanksMean, run_switching, static_rate
+from tests.unit.test_switch_cost import run_switching, run_switching_on_ranks, static_rate
 
 TIMES = [0.010, 0.015, 0.018, 0.020]  # the model's seconds a step at one bucket, k = 0..3
 B = bucket_of(64)
@@ -117,18 +116,8 @@ def test_every_rank_reads_the_same_ratios_from_its_own_timings():
     session 41 a switch on's price is spread over the batch's stay in its bucket, so after ~1,500
     decisions in plain the parts' 12% tip it into one drafting episode, until what k = 3
     delivers turns it back: the last 1,000 of 4,000 decisions, not of 3,000.)"""
-    ranks = 3
-    reducers = _ThreadRanksMean(ranks, True)
-    out = [None] * ranks
-
-    def run(r):
-        ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3), rank=r,
-                         reducer=reducers.for_rank(r))
-        chosen, _, _ = run_switching(ctl, [60] * 4000, hidden_stalls(0), 0.13, 0,
-                                     time_seed=100 + r, skew=1.1 if r == 2 else 1.0)
-        out[r] = (chosen, ctl.policy.describe()["realized_ratio"])
-
-    on_threads(ranks, run)
+    out = run_switching_on_ranks([60] * 4000, lambda: hidden_stalls(0), 0.13,
+                                 read=lambda ctl: ctl.policy.describe()["realized_ratio"])
     assert all(o is not None for o in out)
     assert out[0] == out[1] == out[2]
     assert out[0][0][-1000:].count(0) >= 970

@@ -8,9 +8,7 @@ from adaptive_spec.config import AdaptiveSpecConfig
 from adaptive_spec.controller import Controller
 from adaptive_spec.policy.step_table import StepTimeTable
 
-from .draft_sim import on_threads
-from .test_goodput_policy import _ThreadRanksMean
-from .test_switch_cost import run_switching, static_rate
+from .test_switch_cost import run_switching, run_switching_on_ranks, static_rate
 
 BUCKET, K = 2, 3  # 3-4 running, k = 3
 
@@ -152,18 +150,7 @@ def test_ranks_recheck_together():
     """Three simulated TP ranks, each its own step times (rank 2 10% slower) and the same
     stall: the jump, the recheck and the realized sums put back come from merged values, so
     every rank decides the same at every step."""
-    ranks = 3
-    reducers = _ThreadRanksMean(ranks, True)
-    out = [None] * ranks
-
-    def run(r):
-        ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3), rank=r,
-                         reducer=reducers.for_rank(r))
-        chosen, _, _ = run_switching(ctl, [4] * 6000, stalled_costs(3000, 40, 2.0), 0.005, 0,
-                                     time_seed=100 + r, skew=1.1 if r == 2 else 1.0)
-        out[r] = chosen
-
-    on_threads(ranks, run)
+    out = run_switching_on_ranks([4] * 6000, lambda: stalled_costs(3000, 40, 2.0), 0.005)
     assert all(o is not None for o in out)
     assert out[0] == out[1] == out[2]
-    assert out[0][3040:5040].count(0) <= 300
+    assert out[0][0][3040:5040].count(0) <= 300

@@ -149,6 +149,25 @@ def run_switching(ctl, loads, cost, switch_s, seed, noise=0.05, time_seed=None, 
     return chosen, tokens / wall, switches
 
 
+def run_switching_on_ranks(loads, cost, switch_s, read=lambda ctl: None, ranks=3):
+    """`run_switching` on simulated TP ranks (threads) whose policies merge through an
+    asynchronous all-reduce: the same acceptance draws and modes, each rank its own times (rank
+    2 10% slower). Returns per rank (its choices, `read(ctl)` at the end); None where a rank
+    did not finish."""
+    reducers = _ThreadRanksMean(ranks, True)
+    out = [None] * ranks
+
+    def run(r):
+        ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3), rank=r,
+                         reducer=reducers.for_rank(r))
+        chosen, _, _ = run_switching(ctl, loads, cost(), switch_s, 0, time_seed=100 + r,
+                                     skew=1.1 if r == 2 else 1.0)
+        out[r] = (chosen, read(ctl))
+
+    on_threads(ranks, run)
+    return out
+
+
 def test_short_dips_into_a_size_where_drafting_barely_wins_do_not_pay_a_catch_up_each():
     """The batch dips from 48 to 28 running for 20 decisions in every 80: drafting wins by 6% at
     28 and loses by 3% at 48, and each switch on costs 100 ms of catch-up (GPU, session 34: 7
