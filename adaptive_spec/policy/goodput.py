@@ -463,8 +463,8 @@ class GoodputPolicy:
         """A stall raises what a k's results took as it raises its step cell: where the table
         finds a jump to be a stall (`StepTimeTable.merge_events`), k's realized sums go back to
         what they were before it, or its goodput would still read the stall through the
-        realized ratio (in simulation, 0.84 of its own rate after the cell was mended). Run
-        before the realized rate merges this sync, whose results come after the recheck."""
+        realized ratio after its cell was mended. Run before the realized rate merges this sync,
+        whose results come after the recheck. Both index a cell as bucket x (max + 1) + k."""
         for i, event in self.table.merge_events:
             if event == "jump":
                 self._realized_at_jump[i] = self.realized.cell(i)
@@ -760,10 +760,10 @@ class GoodputPolicy:
         just jumped is the freshest. The realized ratio is left out of the test: the stall's
         results are in it too."""
         for k in range(self.max_steps + 1):
-            before = self.table.recheck_due(bucket, k)
-            if before is None or k == self._current:
+            due = self.table.recheck_due(bucket, k)
+            if due is None or k == self._current:
                 continue
-            jump = self.table.jumped_at[self.table._i(bucket, k)]
+            before, jump = due
             if self._rechecked.get((bucket, k)) == jump:
                 continue
             if k > 0 and expected[k] - 1.0 < self.hopeless_gain:

@@ -249,13 +249,13 @@ class StepTimeTable:
             self.merge_events.append((i, "jump"))
         return old
 
-    def recheck_due(self, bucket: int, k: int) -> Optional[float]:
-        """The cell's mean before a jump whose recheck is due (RECHECK_SYNCS since it), else
-        None."""
+    def recheck_due(self, bucket: int, k: int) -> Optional[tuple]:
+        """(the cell's mean before its jump, the sync of the jump) where a jump's recheck is due
+        (RECHECK_SYNCS since it), else None."""
         i = self._i(bucket, k)
         before = self.jumped_from[i]
         if before > 0.0 and self.syncs - self.jumped_at[i] >= self.RECHECK_SYNCS:
-            return before
+            return before, self.jumped_at[i]
         return None
 
     def _merge_launch_share(self, launched: list, seen: list) -> None:
