@@ -433,9 +433,9 @@ def replay_policy(rows: List[list]) -> str:
         clock["tick"] = ms / 1000.0
         correct = max(0, min(k, round(accept_len) - 1))
         ctl.on_result(k, [correct] * bs, "on" if k else "off")
-    jumps = policy.table.jump_counts if hasattr(policy.table, "jump_counts") else "not kept"
     by_bucket = {b: dict(sorted(c.items())) for b, c in decided.items()}
-    return (f"{len(rows)} rows replayed; no failure; step jumps {json.dumps(jumps)}\n"
+    return (f"{len(rows)} rows replayed; no failure; "
+            f"step jumps {json.dumps(policy.table.jump_counts)}\n"
             f"its decisions by batch bucket (not the server's): {json.dumps(by_bucket)}")
 
 

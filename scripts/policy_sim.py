@@ -185,7 +185,6 @@ def main() -> int:
     return 0
 
 
-
 def set_switch_on_horizon(steps: int) -> None:
     """Every goodput policy made from here on spreads a switch on's price over `steps`."""
     from adaptive_spec.policy import goodput
