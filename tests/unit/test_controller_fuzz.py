@@ -98,6 +98,61 @@ def test_no_sequence_of_hook_calls_makes_the_controller_fall_back(monkeypatch, c
     json.dumps(status, allow_nan=False)  # strict JSON: what /adaptive_spec/status serves
 
 
+# a phase: one batch size for this many decode results, with a prefill beside this share of them
+PHASE_BATCHES = (1, 2, 4, 8, 16, 33, 64, 128, 200)
+PHASE_RESULTS = (60, 600, 4000, 20000)
+PHASE_PREFILL_SHARE = (0.0, 0.0, 0.02, 0.3)
+
+
+def drive_phases(ctl: Controller, rng: random.Random, advance, phases: int) -> int:
+    """Long phases of steady load, as a server sees them and a random order of hook calls never
+    does: each a batch size held for up to 20,000 decode results, the step count decided run,
+    its step time (longer with k, an 8x stall 1 in 500) and acceptance drawn per phase, prefills
+    beside a share of the results (none in half the phases). Returns the results run."""
+    results = 0
+    for _ in range(phases):
+        running, length = rng.choice(PHASE_BATCHES), rng.choice(PHASE_RESULTS)
+        share, p = rng.choice(PHASE_PREFILL_SHARE), rng.choice((0.0, 0.5, 0.7, 0.95))
+        step_s = rng.choice((0.002, 0.006, 0.02)) * (1 + running / 256)
+        for _ in range(length):
+            if rng.random() < 0.01:
+                ctl.on_snapshot(LoadSnapshot(running=running, kv_used=running * 500,
+                                             kv_total=10 ** 6))
+            k = ctl.decide(running).steps
+            if share and rng.random() < share:
+                admitted = rng.choice((1, 1, 2, 8))
+                ctl.on_extend(admitted)
+                advance(step_s * rng.uniform(0.5, 3.0))
+                ctl.on_prefill_result(admitted=admitted)
+            stall = 8.0 if rng.random() < 0.002 else 1.0
+            advance(step_s * (1 + 0.5 * k) * rng.uniform(0.95, 1.05) * stall)
+            correct = [next((c for c in range(k) if rng.random() >= p), k) for _ in range(running)]
+            ctl.open_result()
+            ctl.on_result(k, correct, "on" if k else "off")
+            ctl.close_result()
+            results += 1
+            assert ctl.fallback_reason is None, (results, ctl.fallback_reason)
+    return results
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_long_phases_of_steady_load_make_no_policy_fail(monkeypatch, seed):
+    """GPU, session 54 (MoE layout, 4 requests): ~30 s in, the goodput policy raised a division
+    by zero in its prefill term and the server fell back for the rest of the run: the bucket it
+    priced arrivals from had run steady steps with no new request for thousands of decisions,
+    its admissions a step decayed to 5.4e-17. The random hook calls above never hold a batch
+    that long. Here 12 phases of up to 20,000 results each; both seeds fail on 799101a (before
+    the fix), at results 57,152 and 11,200 (of seeds 0-7 these two did there)."""
+    clock = [1000.0]
+    monkeypatch.setattr(signals, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+
+    def advance(seconds):
+        clock[0] += seconds
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput"))
+    assert drive_phases(ctl, random.Random(seed), advance, phases=12) > 10000
+    json.dumps(ctl.status(), allow_nan=False)
+
+
 def test_a_plain_run_timed_at_no_time_makes_a_switch_off_unpaid_not_a_failure():
     """What the fuzz found, run longer by hand (goodput with a TPOT target): a plain-preferred
     run that lasted 0 s of predicted time (a step priced at nanoseconds added to a clock grown
