@@ -126,6 +126,7 @@ def drive_phases(ctl: Controller, rng: random.Random, advance, phases: int) -> i
                 ctl.on_prefill_result(admitted=admitted)
             stall = 8.0 if rng.random() < 0.002 else 1.0
             advance(step_s * (1 + 0.5 * k) * rng.uniform(0.95, 1.05) * stall)
+            # each request's drafts right in a row until the first wrong one, each right with p
             correct = [next((c for c in range(k) if rng.random() >= p), k) for _ in range(running)]
             ctl.open_result()
             ctl.on_result(k, correct, "on" if k else "off")
