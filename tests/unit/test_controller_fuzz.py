@@ -69,6 +69,16 @@ def drive(ctl: Controller, rng: random.Random, advance) -> list:
     return chosen
 
 
+def fake_clock(monkeypatch):
+    """The controller's clock (signals.time.monotonic) made a counter; returns `advance(s)`."""
+    clock = [1000.0]
+    monkeypatch.setattr(signals, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+
+    def advance(seconds):
+        clock[0] += seconds
+    return advance
+
+
 CONFIGS = [dict(policy="goodput"), dict(policy="goodput", max_steps=7),
            dict(policy="goodput", tpot_slo_ms=12.0), dict(policy="goodput", goodput_model="parts"),
            dict(policy="threshold"), dict(policy="threshold", queue_threshold=None,
@@ -79,11 +89,7 @@ CONFIGS = [dict(policy="goodput"), dict(policy="goodput", max_steps=7),
 @pytest.mark.parametrize("seed, sample_log", [(0, False), (1, True)])
 def test_no_sequence_of_hook_calls_makes_the_controller_fall_back(monkeypatch, config, seed,
                                                                   sample_log):
-    clock = [1000.0]
-    monkeypatch.setattr(signals, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
-
-    def advance(seconds):
-        clock[0] += seconds
+    advance = fake_clock(monkeypatch)
     if sample_log:  # the diagnostic log's bookkeeping rides on the same hooks
         monkeypatch.setenv(sample_log_module.ENV, "1")
     else:
@@ -144,11 +150,7 @@ def test_long_phases_of_steady_load_make_no_policy_fail(monkeypatch, seed):
     its admissions a step decayed to 5.4e-17. The random hook calls above never hold a batch
     that long. Here 12 phases of up to 20,000 results each; both seeds fail on 799101a (before
     the fix), at results 57,152 and 11,200 (of seeds 0-7 these two did there)."""
-    clock = [1000.0]
-    monkeypatch.setattr(signals, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
-
-    def advance(seconds):
-        clock[0] += seconds
+    advance = fake_clock(monkeypatch)
     ctl = Controller(AdaptiveSpecConfig(policy="goodput"))
     assert drive_phases(ctl, random.Random(seed), advance, phases=12) > 10000
     json.dumps(ctl.status(), allow_nan=False)
