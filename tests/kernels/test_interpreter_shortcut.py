@@ -15,9 +15,10 @@ def test_a_launch_patches_the_language_once_not_at_every_helper_call(cv, monkeyp
     logits = torch.randn(3 * 4, 100, generator=g)
     cand = torch.randint(0, 100, (3, 4), generator=g)
     out = cv.chain_verify_greedy(logits, cand)  # one launch
-    # 4 for the launch (tl, tl.tensor, tl.math, the descriptor base) + 3 the first time one of
-    # Triton's own helpers reads `core` (core, core.tensor, the descriptor base); Triton's own
-    # path patched 235 times here, at every helper call
-    assert len(patched) == 7
+    # patches of a module or class: 4 for the launch (tl, tl.tensor, tl.math, the descriptor
+    # base), then one patch for the first helper that reads `core` as well: 3 if it reads
+    # `core` alone (core, core.tensor, the base), 6 if it reads `tl` too: 7 or 10 (7 alone, 10
+    # after other kernel tests). Triton's own path patched 235 times here, at every helper call
+    assert len(patched) in (7, 10), [getattr(m, "__name__", m) for m in patched]
     predicts = logits.argmax(-1).to(out[0].dtype)
     assert torch.equal(out[0][:1], predicts[:1])  # the root row's target token, as always
