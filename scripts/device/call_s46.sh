@@ -8,7 +8,8 @@
 #      6,339, forced off 6,637 (0.941x / 0.955x of forced off); goodput drafted 70% of the level,
 #      its model reading k = 3 at 1.03-1.09x of plain where a spec prefill batch cost ~2x a
 #      plain one. At 32 drafting wins: the change must not cost it there.
-#      Ran twice in session 46 on the unshrunk kinds (code 8f386a7ed6b6; RESULTS-HISTORY, Session 46); next:
+#      Ran twice in session 46 on the unshrunk kinds (code 8f386a7ed6b6; RESULTS-HISTORY,
+#      Session 46); next:
 #      CONC=16,32,64 PASSES=2 LEVEL_S=12 (~7 min), 16 first so that 32 meets a warm table.
 #   lv | lv44 | il | sv | ds | r64 | rc | rs | fo | ...: sessions 37-45's calls.
 # Usage (repo root, .bundle and .device carried): bash scripts/device/call_s46.sh kd|lv|...

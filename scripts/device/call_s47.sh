@@ -7,8 +7,8 @@
 #      sets those below 128), DIAL (0.7, 0.5, 0.9 or random: the always-wrong draft); the step-time
 #      samples of goodput and of forced on / off where SYSTEMS has them, and goodput's decisions
 #      kept. Ran in session 47 on an H100 (1-128, no builtin): dial 0.7 twice, random
-#      once (RESULTS-HISTORY, Session 47), dials 0.9 / 0.5 in session 50; not run yet: an H200's four
-#      systems with 256.
+#      once (RESULTS-HISTORY, Session 47), dials 0.9 / 0.5 in session 50; not run yet: an
+#      H200's four systems with 256.
 #   ms (~9 min) issue 10's sweep, the same on the 16-layer Qwen3-MoE layout (last swept at 1-256
 #      in sessions 4 and 16, prefill graphs off; 4 / 16 alone on SGLang's defaults, session 35).
 #   kd | lv | il | sv | ds | r64 | rc | rs | ...: sessions 37-46's calls.
