@@ -7,7 +7,6 @@ level; a kernel module imported earlier is reloaded.  If triton was imported wit
 the tests fail with instructions (run them as ``TRITON_INTERPRET=1 pytest tests/kernels``).
 """
 import importlib
-import inspect
 import os
 import sys
 import threading
@@ -43,8 +42,7 @@ def _patch_the_language_once_a_launch() -> bool:
     launch = threading.local()  # the language modules the running launch patched
 
     def langs_of(fn):
-        return {id(v) for v in fn.__globals__.values()
-                if inspect.ismodule(v) and (v is tl or v is tl.core)}
+        return {v for v in fn.__globals__.values() if v is tl or v is tl.core}
 
     def patched_once(fn):
         patched = getattr(launch, "langs", None)
