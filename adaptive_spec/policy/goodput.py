@@ -108,8 +108,7 @@ from typing import Callable, Optional
 from ..signals import AcceptanceStats, LoadSnapshot
 from .base import Decision
 from .goodput_probes import ProbeSchedule
-# threshold_from: the status's, imported from here too (its tests' import)
-from .goodput_status import GoodputStatus, threshold_from  # noqa: F401
+from .goodput_status import GoodputStatus
 from .preferred_runs import PreferredRuns
 from .prefill_load import PrefillLoad
 from .realized import RealizedRate

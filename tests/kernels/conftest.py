@@ -45,14 +45,14 @@ def _patch_the_language_once_a_launch() -> bool:
         return {v for v in fn.__globals__.values() if v is tl or v is tl.core}
 
     def patched_once(fn):
-        patched = getattr(launch, "langs", None)
-        if patched is not None and langs_of(fn) <= patched:
+        patched, langs = getattr(launch, "langs", None), langs_of(fn)
+        if patched is not None and langs <= patched:
             return scope_class()  # nothing of its own to undo
         scope = patch_lang(fn)
         if patched is not None:  # a helper of other modules (Triton's own `tl.sum` reads
-            patched |= langs_of(fn)  # `core`): patched for the rest of the launch
+            patched |= langs  # `core`): patched for the rest of the launch
         else:  # a launch (a helper runs only inside one): its grid's patches
-            launch.langs = langs_of(fn)
+            launch.langs = langs
             undo = scope.restore
 
             def restore():

@@ -1524,7 +1524,7 @@ def test_the_status_says_what_the_model_runs_per_batch_and_the_threshold_that_ma
 
 
 def test_a_threshold_is_suggested_only_between_drafting_and_plain_buckets():
-    from adaptive_spec.policy.goodput import threshold_from
+    from adaptive_spec.policy.goodput_status import threshold_from
 
     assert threshold_from({2: [3, 1.5], 4: [2, 1.2], 6: [0, 1.0], 7: [0, 1.0]}) == 33
     assert threshold_from({2: [3, 1.5], 6: [0, 1.0], 7: [1, 1.05]}) is None  # drafts at the top
