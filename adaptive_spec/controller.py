@@ -25,6 +25,7 @@ from .policy.prefill_load import PrefillLoad
 from .policy.step_table import bucket_of
 from .signals import AcceptanceStats, LoadSnapshot, StepTimer
 from .staleness import StalenessLedger
+from .stall_drill import STALL_ENV, stall_drill
 
 logger = logging.getLogger("adaptive_spec")
 
@@ -209,6 +210,7 @@ class Controller:
         self._digest = 0  # crc32 of every chosen step count, in order; never reset
         self.log = DecisionLog(cfg.log_decisions)
         self.fault = injected_fault(os.environ.get(FAULT_ENV))
+        self.stall = stall_drill(os.environ.get(STALL_ENV))  # the host-stall drill, if set
         self.results_seen = 0
         self._unsampled = 0  # decode results whose wall time includes a prefill (see on_extend)
         self._prefill_results_reported = False
@@ -543,6 +545,8 @@ class Controller:
             self.recent_decide_cpu_s.append(time.thread_time() - cpu0)
         self.decide_seconds += dt
         self.recent_decide_s.append(dt)
+        if self.stall is not None:  # after the clock: the drill's sleep is no decision cost
+            self.stall.after_decision(self.decision_count, decision.steps)
         return decision
 
     def _decision_basis(self) -> str:
