@@ -93,6 +93,9 @@ the same scenarios, for the before/after pairs. Scenarios:
   dearer for 32-64 decisions from 3,000 while k = 3 runs (a host stall): per seed, the rate
   against static k = 3 and plain's decisions in the 2,000 after the stall (`--root` of an older
   checkout: no recheck of a cell that jumped).
+- drill-stall (session 58, `--only`): the stall drill on the same table, each k = 3 decision
+  among 64 / 200 / 600 from 3,000 sleeping 5.72 ms into the result before it: per seed, the
+  rate against static k = 3, the step jumps and the runs of one k from 3,000.
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -874,10 +877,50 @@ def level_entry_dear_plain() -> None:
     level_entry_requests("level-entry-dear-plain", {64: (1.07, 2.0)})
 
 
+def drill_stall() -> None:
+    """Session 58: the stall drill (`ADAPTIVE_SPEC_INJECT_STALL`) on session 53's MoE table at
+    4 running (k = 3 1.18x plain): each k = 3 decision among 64 / 200 / 600 from 3,000 sleeps
+    5.72 ms (2x a k = 3 step), landing in the result interval before it, as on the GPU. Per
+    seed: stalled decisions, the rate against static k = 3 over 8,000 decisions, the step
+    jumps at 3-4 running, and the runs of one k from decision 3,000 on (`--only`)."""
+    import itertools
+    import os
+
+    from adaptive_spec.config import AdaptiveSpecConfig
+    from adaptive_spec.controller import Controller
+    from tests.unit.test_stall_recheck import MOE4_MS
+    from tests.unit.test_switch_cost import run_switching, static_rate
+
+    def cost(bs):
+        return tuple(ms / 1000 for ms in MOE4_MS)
+    for length in (64, 200, 600):
+        for seed in range(2):
+            os.environ["ADAPTIVE_SPEC_INJECT_STALL"] = f"3@3000+{length}:5.72"
+            ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+            del os.environ["ADAPTIVE_SPEC_INJECT_STALL"]
+            slept, stalls = [0.0], [0]
+
+            def sleep(seconds):
+                slept[0] += seconds
+                stalls[0] += 1
+            ctl.stall.sleep = sleep
+
+            def host_sleep():
+                seconds, slept[0] = slept[0], 0.0
+                return seconds
+            chosen, rate, _ = run_switching(ctl, [4] * 8000, cost, 0.005, seed,
+                                            host_sleep=host_sleep)
+            runs = " ".join(f"{k}x{len(list(g))}"
+                            for k, g in itertools.groupby(chosen[2999:3000 + length + 300]))
+            print(f"drill-stall {length} seed {seed}: {stalls[0]} stalled, "
+                  f"{rate / static_rate([4] * 8000, cost, 3):.3f} of static k = 3, jumps "
+                  f"{ctl.policy.table.jump_counts.get('4')}, runs {runs[:120]}")
+
+
 # the scenarios `--only` runs alone: name -> function
 ONLY = {"level-entry": level_entry, "level-entry-requests": level_entry_requests,
         "level-entry-dear-plain": level_entry_dear_plain, "sweep-levels": sweep_levels,
-        "incumbent-stall": incumbent_stall}
+        "incumbent-stall": incumbent_stall, "drill-stall": drill_stall}
 
 
 if __name__ == "__main__":

@@ -113,13 +113,15 @@ def costs_at(bs: int, busy_ratio: float, idle_ratio: float) -> tuple:
     return (0.006, 0.011, 0.0135, 0.006 * E3 / idle_ratio)
 
 
-def run_switching(ctl, loads, cost, switch_s, seed, noise=0.05, time_seed=None, skew=1.0):
+def run_switching(ctl, loads, cost, switch_s, seed, noise=0.05, time_seed=None, skew=1.0,
+                  host_sleep=None):
     """Drive the controller as the server does (overlap scheduler: step i's result after decision
     i + 1, times through its timer, worker modes), where each switch from off to drafting costs
     `switch_s` of catch-up, half on the last off step's result and half on the switching step's.
     Acceptance draws come from `seed`, times (x `skew`) from `time_seed` (default: `seed`), so
     simulated TP ranks share the first and not the second. `switch_s` may be a function of the
-    batch size.
+    batch size. `host_sleep()`, asked after each decision: seconds the scheduler slept after
+    it, which land in the previous step's result interval (as on the GPU, session 58).
     Returns (chosen k per decision, simulated tokens per second, switches on)."""
     dts = []
     ctl.timer.tick = lambda steps, now=None: dts.pop(0)
@@ -129,6 +131,11 @@ def run_switching(ctl, loads, cost, switch_s, seed, noise=0.05, time_seed=None, 
     for bs in loads:
         ctl.on_snapshot(LoadSnapshot(running=bs))
         k = ctl.decide(bs).steps
+        if host_sleep is not None:
+            slept = host_sleep()
+            wall += slept
+            if pending is not None:
+                pending[2] += slept
         mode = "off" if k == 0 else ("catchup" if last_k == 0 else "on")
         t = skew * cost(bs)[k] * (1 + time_rng.uniform(-noise, noise))
         wall += t
