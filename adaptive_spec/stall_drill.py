@@ -3,13 +3,14 @@
 The goodput policy leaves a chosen step count whose steps suddenly read dearer and rechecks it
 once the stall is over (`ProbeSchedule._recheck`, session 54). That path was only simulated: no
 GPU run met a stall on its own. This drill makes one on demand: "K@N+M:MS" sleeps MS
-milliseconds after each decision among the N-th to the (N+M-1)-th that chose K draft steps: a
-stall of M decisions that only K's steps meet, as a host hiccup would if K ran alone through it.
-The sleep delays the next launch in the scheduler loop; under the overlap scheduler it lands in
-the measured interval of the result before (GPU, session 58: stalled k = 3 results read 9.2-9.3
-ms against 5.8 with MS = 6, and the k = 2 result before a k = 3 decision 10.0).
-Session 58's GPU run took M as a count (the first M decisions with K from N on stalled): the
-policy, leaving K, then met the rest of the stall whenever it came back to K.
+milliseconds for each step among decisions N to N+M-1 that chose K draft steps: a stall of M
+decisions that only K's steps meet, as a host hiccup would if K ran alone through it. The sleep
+comes at the decision after that step: under the overlap scheduler a sleep there lands in the
+result interval of the step before (GPU, session 58: stalled k = 3 results read 9.2-9.3 ms
+against 5.8 with MS = 6), so every stalled result is one of K, the last before a switch included.
+Session 58's GPU run used a first form, which slept at K's own decisions and counted M in
+stalls: the k = 3 result in flight when the policy left k = 3 then read no stall, and that lone
+sample settled the jump at once; the policy, back on k = 3, met the rest of the stall.
 """
 
 from __future__ import annotations
@@ -32,20 +33,24 @@ class StallDrill:
     steps: int  # the step count whose decisions stall
     first_decision: int  # the 1-based decision at which the stall begins
     decisions: int  # how many decisions it lasts
-    seconds: float  # the sleep after each of them that chose `steps`
+    seconds: float  # the sleep for each of them that chose `steps`
     sleep: Callable[[float], None] = time.sleep
     done: int = 0
+    _previous: Optional[int] = None  # the step count of the decision before
 
     def after_decision(self, decision_count: int, steps: int) -> bool:
-        """Sleep if this decision (1-based `decision_count`, `steps` chosen) is one the drill
-        stalls; True when it did."""
+        """Sleep if the decision before this one (`decision_count` is 1-based) chose the drill's
+        step count within the stall; True when it did. Under the overlap scheduler a sleep
+        here lands in the previous step's result interval: so each stalled step is one that
+        ran with the drill's k, the last one before a switch included."""
+        previous, self._previous = self._previous, steps
         last = self.first_decision + self.decisions - 1
-        if steps != self.steps or not self.first_decision <= decision_count <= last:
+        if previous != self.steps or not self.first_decision <= decision_count - 1 <= last:
             return False
         self.done += 1
         if self.done == 1:
-            logger.info("adaptive_spec: %s: stalling decisions %d-%d that choose %d steps",
-                        STALL_ENV, self.first_decision, last, steps)
+            logger.info("adaptive_spec: %s: stalling the steps of decisions %d-%d that choose "
+                        "%d steps", STALL_ENV, self.first_decision, last, previous)
         self.sleep(self.seconds)
         return True
 

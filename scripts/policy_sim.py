@@ -90,12 +90,13 @@ the same scenarios, for the before/after pairs. Scenarios:
   scenarios in `ONLY` alone.
 - incumbent-stall (session 54): session 53's MoE table at 3-4 running (k = 0..3 2.67 / 5.32 /
   5.5 / 5.72 ms, dial 0.7: k = 3 1.18x plain), 8,000 decisions at 4 running, every step 1.5-3x
-  dearer for 32-64 decisions from 3,000 while k = 3 runs (a host stall): per seed, the rate
+  dearer for 32-64 decisions (2x for 200 / 400 since session 58) from 3,000 while k = 3 runs
+  (a host stall): per seed, the rate
   against static k = 3 and plain's decisions in the 2,000 after the stall (`--root` of an older
   checkout: no recheck of a cell that jumped).
-- drill-stall (session 58, `--only`): the stall drill on the same table, each k = 3 decision
-  among 64 / 200 / 600 from 3,000 sleeping 5.72 ms into the result before it: per seed, the
-  rate against static k = 3, the step jumps and the runs of one k from 3,000.
+- drill-stall (session 58, `--only`): the stall drill on the same table, each k = 3 step among
+  decisions 3,000 to 3,063 / 3,199 / 3,599 5.72 ms dearer: per seed, the rate against static
+  k = 3 (which meets no stall), the step jumps and the runs of one k from 3,000.
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -856,7 +857,8 @@ def incumbent_stall() -> None:
     from tests.unit.test_switch_cost import run_switching, static_rate
 
     loads = [4] * 8000
-    for factor, length in ((1.5, 64), (2.0, 40), (2.0, 64), (3.0, 32), (3.0, 64)):
+    for factor, length in ((1.5, 64), (2.0, 40), (2.0, 64), (3.0, 32), (3.0, 64), (2.0, 200),
+                           (2.0, 400)):
         runs = []
         for seed in range(3):
             ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
@@ -879,10 +881,10 @@ def level_entry_dear_plain() -> None:
 
 def drill_stall() -> None:
     """Session 58: the stall drill (`ADAPTIVE_SPEC_INJECT_STALL`) on session 53's MoE table at
-    4 running (k = 3 1.18x plain): each k = 3 decision among 64 / 200 / 600 from 3,000 sleeps
-    5.72 ms (2x a k = 3 step), landing in the result interval before it, as on the GPU. Per
-    seed: stalled decisions, the rate against static k = 3 over 8,000 decisions, the step
-    jumps at 3-4 running, and the runs of one k from decision 3,000 on (`--only`)."""
+    4 running (k = 3 1.18x plain): each k = 3 step among 64 / 200 / 600 decisions from 3,000
+    5.72 ms dearer (2x), through the drill's sleep landing in the result interval before it,
+    as on the GPU. Per seed: stalled steps, the rate against static k = 3 over 8,000
+    decisions, the step jumps at 3-4 running, and the runs of one k from 3,000 (`--only`)."""
     import itertools
     import os
 

@@ -472,7 +472,7 @@ class GoodputPolicy(ProbeSchedule, GoodputStatus):
                 self._realized_at_jump[i] = self.realized.cell(i)
             elif event == "stall" and i in self._realized_at_jump:
                 self.realized.set_cell(i, self._realized_at_jump.pop(i))
-            else:
+            elif event == "new cost":
                 self._realized_at_jump.pop(i, None)
 
     def _decide(self, bucket: int, acc: AcceptanceStats) -> Decision:

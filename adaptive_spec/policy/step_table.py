@@ -73,9 +73,17 @@ class StepTimeTable:
     # stall of every step; plain ran for 10 s of the 20-s level, k = 3 was not measured again
     # (only its own samples could mend it) and goodput made 0.880x of EAGLE-3 (`recheck_due`,
     # `GoodputPolicy._recheck`)
+    # A stall can outlast a recheck (one of ~1 s spans ~30 syncs at 4 requests on the MoE
+    # layout): samples that read above the mean before the jump take the new cost, but the
+    # jump stays open for RECHECK_ROUNDS more rechecks, each after twice the wait of the last
+    # (4, 8, 16, 32 syncs), and only the last such reading lets it stand for good. Simulated
+    # (session 58, `policy_sim.py --only incumbent-stall`): every step 2x dearer for 200
+    # decisions at 4 running, k = 3's recheck within the stall let the jump stand and plain ran
+    # the 1,493 decisions after it (0.919x of static k = 3).
     JUMP_RATIO = 1.25
     JUMP_MIN_SAMPLES = 24.0
     RECHECK_SYNCS = 4
+    RECHECK_ROUNDS = 3
 
     def __init__(self, max_steps: int, decay: float = 0.9):
         self.max_steps = max_steps
@@ -91,6 +99,7 @@ class StepTimeTable:
         # per cell, the mean before a jump not yet rechecked (0.0: none) and the sync of the jump
         self.jumped_from = [0.0] * n
         self.jumped_at = [-1] * n
+        self.recheck_wait = [self.RECHECK_SYNCS] * n  # syncs from jumped_at to the recheck
         self.mean_before = [0.0] * n  # each cell's mean before its last merge
         # what the last merge found of jumps: (cell, "jump" | "stall" | "new cost"); and
         # per bucket, how many of each since the start (the status)
@@ -238,7 +247,13 @@ class StepTimeTable:
                 self.jumped_from[i] = 0.0
                 self.merge_events.append((i, "stall"))
                 return before
-            if self.syncs - self.jumped_at[i] >= self.RECHECK_SYNCS:
+            if self.syncs - self.jumped_at[i] >= self.recheck_wait[i]:
+                if self.recheck_wait[i] < self.RECHECK_SYNCS << self.RECHECK_ROUNDS:
+                    # the stall may outlast the recheck: the new cost now, once more later
+                    self.recheck_wait[i] *= 2
+                    self.jumped_at[i] = self.syncs
+                    self.merge_events.append((i, "recheck again"))
+                    return None
                 self.jumped_from[i] = 0.0
                 self.merge_events.append((i, "new cost"))
                 return None
@@ -246,6 +261,7 @@ class StepTimeTable:
         if self.count[i] >= self.JUMP_MIN_SAMPLES and fresh > self.JUMP_RATIO * old:
             base = min(old, self.mean_before[i]) if self.mean_before[i] > 0.0 else old
             self.jumped_from[i], self.jumped_at[i] = base, self.syncs
+            self.recheck_wait[i] = self.RECHECK_SYNCS
             self.merge_events.append((i, "jump"))
         return old
 
@@ -254,7 +270,7 @@ class StepTimeTable:
         (RECHECK_SYNCS since it), else None."""
         i = self._i(bucket, k)
         before = self.jumped_from[i]
-        if before > 0.0 and self.syncs - self.jumped_at[i] >= self.RECHECK_SYNCS:
+        if before > 0.0 and self.syncs - self.jumped_at[i] >= self.recheck_wait[i]:
             return before, self.jumped_at[i]
         return None
 

@@ -51,18 +51,55 @@ def test_samples_well_after_a_jump_that_read_as_before_merge_as_if_it_had_not_co
     assert table.jump_counts == {"4": {"jump": 1, "stall": 1}}  # the status's step_jumps
 
 
-def test_a_jump_that_the_later_samples_repeat_stands():
-    table = well_measured_table()
-    merge_samples(table, 10.0, 32)  # 8.915 ms, as above
-    for _ in range(4):
+def empty_syncs(table, n):
+    """`n` syncs that bring the cell no samples (plain runs)."""
+    for _ in range(n):
         table.record(4, 0, 0.0027)
         table.sync(lambda v: v)
-    merge_samples(table, 9.0, 6)  # 9.0 > 1.25 x 5.7 = 7.125: a new cost
+
+
+def test_a_recheck_that_reads_the_jump_again_takes_it_and_rechecks_later():
+    """The stall may outlast the recheck: its samples are taken (the cell starts again from
+    them) and the jump stays open for a recheck twice as late (session 58; before, the first
+    such reading let the jump stand for good)."""
+    table = well_measured_table()
+    merge_samples(table, 10.0, 32)  # 8.915 ms, as above
+    empty_syncs(table, 4)
+    merge_samples(table, 9.0, 6)  # 9.0 > 1.25 x 5.7 = 7.125
     # the cell starts again from them: 9.0 ms on 6 samples (merged against the jumped mean it
     # would read (10.8 x 8.915 + 6 x 9.0) / 16.8 = 8.945)
     assert table.mean[table._i(BUCKET, K)] * 1000 == pytest.approx(9.0, abs=0.001)
     assert table.samples(BUCKET, K) == 6
-    assert table.merge_events == [(table._i(BUCKET, K), "new cost")]
+    assert table.merge_events == [(table._i(BUCKET, K), "recheck again")]
+    jumped_at = table.syncs
+    empty_syncs(table, 7)  # the next recheck waits 8 syncs, not 4
+    assert table.recheck_due(BUCKET, K) is None
+    empty_syncs(table, 1)
+    assert table.recheck_due(BUCKET, K) == (pytest.approx(0.0057), jumped_at)
+    merge_samples(table, 5.8, 6)  # the stall is over: back to the mean before the jump,
+    # weighed as the cell's 6 samples since the restart: 0.9 x 6 = 5.4, (5.4 x 5.7 + 6 x 5.8) /
+    # 11.4 = 65.58 / 11.4 = 5.753 ms
+    assert table.mean[table._i(BUCKET, K)] * 1000 == pytest.approx(5.753, abs=0.001)
+    assert table.merge_events == [(table._i(BUCKET, K), "stall")]
+    assert table.jump_counts == {"4": {"jump": 1, "recheck again": 1, "stall": 1}}
+
+
+def test_a_jump_that_every_recheck_repeats_stands_after_the_last():
+    """Rechecks after 4, 8, 16 and 32 syncs (RECHECK_ROUNDS = 3 more after the first) all read
+    it: then it is a new cost, and no recheck is due any more."""
+    table = well_measured_table()
+    merge_samples(table, 10.0, 32)
+    events = []
+    for wait in (4, 8, 16, 32):
+        empty_syncs(table, wait - 1)
+        assert table.recheck_due(BUCKET, K) is None
+        empty_syncs(table, 1)
+        assert table.recheck_due(BUCKET, K) is not None
+        merge_samples(table, 9.0, 6)
+        events += [event for _, event in table.merge_events]
+    assert events == ["recheck again"] * 3 + ["new cost"]
+    assert table.jumped_from[table._i(BUCKET, K)] == 0.0
+    empty_syncs(table, 64)
     assert table.recheck_due(BUCKET, K) is None
 
 
@@ -127,6 +164,20 @@ def test_a_stall_on_the_chosen_k_does_not_keep_it_unchosen(factor, length):
     assert chosen[end:end + 2000].count(0) <= 300
     k3 = static_rate(loads, stalled_costs(3000, length, factor), 3)
     assert rate >= 0.98 * k3
+
+
+@pytest.mark.parametrize("length", [200, 400])
+def test_a_stall_that_outlasts_the_recheck_does_not_keep_k_unchosen(length):
+    """As above, every step 2x dearer for 200 / 400 decisions from 3,000: k = 3's recheck
+    (4 syncs, 128 decisions after the jump) falls within the stall. Before session 58 its
+    reading let the jump stand for good and plain ran on (200: 1,493 decisions, 0.919x of
+    static k = 3); now the jump is rechecked again 8 and 16 syncs later."""
+    loads = [4] * 8000
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    chosen, rate, _ = run_switching(ctl, loads, stalled_costs(3000, length, 2.0), 0.005, 0)
+    end = 3000 + length
+    assert chosen[end + 500:end + 2500].count(0) <= 300
+    assert rate >= 0.98 * static_rate(loads, stalled_costs(3000, length, 2.0), 3)
 
 
 def test_a_stall_on_plain_does_not_keep_it_unchosen():
