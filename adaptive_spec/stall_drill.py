@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 logger = logging.getLogger("adaptive_spec")
@@ -36,7 +36,7 @@ class StallDrill:
     seconds: float  # the sleep for each of them that chose `steps`
     sleep: Callable[[float], None] = time.sleep
     done: int = 0
-    _previous: Optional[int] = None  # the step count of the decision before
+    _previous: Optional[int] = field(default=None, init=False)  # the decision before's steps
 
     def after_decision(self, decision_count: int, steps: int) -> bool:
         """Sleep if the decision before this one (`decision_count` is 1-based) chose the drill's

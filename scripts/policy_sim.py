@@ -91,9 +91,8 @@ the same scenarios, for the before/after pairs. Scenarios:
 - incumbent-stall (session 54): session 53's MoE table at 3-4 running (k = 0..3 2.67 / 5.32 /
   5.5 / 5.72 ms, dial 0.7: k = 3 1.18x plain), 8,000 decisions at 4 running, every step 1.5-3x
   dearer for 32-64 decisions (2x for 200 / 400 since session 58) from 3,000 while k = 3 runs
-  (a host stall): per seed, the rate
-  against static k = 3 and plain's decisions in the 2,000 after the stall (`--root` of an older
-  checkout: no recheck of a cell that jumped).
+  (a host stall): per seed, the rate against static k = 3 and plain's decisions in the 2,000
+  after the stall (`--root` of an older checkout: no recheck of a cell that jumped).
 - drill-stall (session 58, `--only`): the stall drill on the same table, each k = 3 step among
   decisions 3,000 to 3,063 / 3,199 / 3,599 5.72 ms dearer: per seed, the rate against static
   k = 3 (which meets no stall), the step jumps and the runs of one k from 3,000.

@@ -73,13 +73,14 @@ class StepTimeTable:
     # stall of every step; plain ran for 10 s of the 20-s level, k = 3 was not measured again
     # (only its own samples could mend it) and goodput made 0.880x of EAGLE-3 (`recheck_due`,
     # `GoodputPolicy._recheck`)
-    # A stall can outlast a recheck (one of ~1 s spans ~30 syncs at 4 requests on the MoE
-    # layout): samples that read above the mean before the jump take the new cost, but the
-    # jump stays open for RECHECK_ROUNDS more rechecks, each after twice the wait of the last
-    # (4, 8, 16, 32 syncs), and only the last such reading lets it stand for good. Simulated
-    # (session 58, `policy_sim.py --only incumbent-stall`): every step 2x dearer for 200
-    # decisions at 4 running, k = 3's recheck within the stall let the jump stand and plain ran
-    # the 1,493 decisions after it (0.919x of static k = 3).
+    # A stall can outlast a recheck (one of ~1 s spans 90-175 decisions at 4 requests on the
+    # MoE layout, the recheck comes 128 after the jump): samples that read above the mean
+    # before the jump take the new cost, but the jump stays open for RECHECK_ROUNDS more
+    # rechecks, each after twice the wait of the last (4, 8, 16, 32 syncs), and only the last
+    # such reading lets it stand for good. Simulated (session 58, `policy_sim.py --only
+    # incumbent-stall`): every step 2x dearer for 200 decisions at 4 running, k = 3's recheck
+    # within the stall let the jump stand and plain ran 1,999 of the 2,000 decisions after it
+    # (0.919x of static k = 3).
     JUMP_RATIO = 1.25
     JUMP_MIN_SAMPLES = 24.0
     RECHECK_SYNCS = 4
@@ -101,7 +102,8 @@ class StepTimeTable:
         self.jumped_at = [-1] * n
         self.recheck_wait = [self.RECHECK_SYNCS] * n  # syncs from jumped_at to the recheck
         self.mean_before = [0.0] * n  # each cell's mean before its last merge
-        # what the last merge found of jumps: (cell, "jump" | "stall" | "new cost"); and
+        # what the last merge found of jumps: (cell, "jump" | "stall" | "recheck again" |
+        # "new cost"); and
         # per bucket, how many of each since the start (the status)
         self.merge_events: list = []
         self.jump_counts: dict = {}
@@ -267,7 +269,7 @@ class StepTimeTable:
 
     def recheck_due(self, bucket: int, k: int) -> Optional[tuple]:
         """(the cell's mean before its jump, the sync of the jump) where a jump's recheck is due
-        (RECHECK_SYNCS since it), else None."""
+        (`recheck_wait` syncs since it), else None."""
         i = self._i(bucket, k)
         before = self.jumped_from[i]
         if before > 0.0 and self.syncs - self.jumped_at[i] >= self.recheck_wait[i]:

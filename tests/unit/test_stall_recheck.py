@@ -170,8 +170,9 @@ def test_a_stall_on_the_chosen_k_does_not_keep_it_unchosen(factor, length):
 def test_a_stall_that_outlasts_the_recheck_does_not_keep_k_unchosen(length):
     """As above, every step 2x dearer for 200 / 400 decisions from 3,000: k = 3's recheck
     (4 syncs, 128 decisions after the jump) falls within the stall. Before session 58 its
-    reading let the jump stand for good and plain ran on (200: 1,493 decisions, 0.919x of
-    static k = 3); now the jump is rechecked again 8 and 16 syncs later."""
+    reading let the jump stand for good and plain ran on (200: on 1,999 of the 2,000 decisions
+    after the stall, 0.919x of static k = 3); now the jump is rechecked again 8 and 16 syncs
+    later."""
     loads = [4] * 8000
     ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
     chosen, rate, _ = run_switching(ctl, loads, stalled_costs(3000, length, 2.0), 0.005, 0)
