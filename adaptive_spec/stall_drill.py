@@ -6,8 +6,8 @@ GPU run met a stall on its own. This drill makes one on demand: "K@N+M:MS" sleep
 milliseconds for each step among decisions N to N+M-1 that chose K draft steps: a stall of M
 decisions that only K's steps meet, as a host hiccup would if K ran alone through it. The sleep
 comes at the decision after that step: under the overlap scheduler a sleep there lands in the
-result interval of the step before (GPU, session 58: stalled k = 3 results read 9.2-9.3 ms
-against 5.8 with MS = 6), so every stalled result is one of K, the last before a switch included.
+result interval of the step before (GPU, session 58: stalled k = 3 results read a median 9.26 ms
+against 5.78 with MS = 6), so every stalled result is one of K, the last before a switch included.
 Session 58's GPU run used a first form, which slept at K's own decisions and counted M in
 stalls: the k = 3 result in flight when the policy left k = 3 then read no stall, and that lone
 sample settled the jump at once; the policy, back on k = 3, met the rest of the stall.

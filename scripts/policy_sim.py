@@ -885,36 +885,17 @@ def drill_stall() -> None:
     as on the GPU. Per seed: stalled steps, the rate against static k = 3 over 8,000
     decisions, the step jumps at 3-4 running, and the runs of one k from 3,000 (`--only`)."""
     import itertools
-    import os
 
-    from adaptive_spec.config import AdaptiveSpecConfig
-    from adaptive_spec.controller import Controller
-    from tests.unit.test_stall_recheck import MOE4_MS
-    from tests.unit.test_switch_cost import run_switching, static_rate
+    from tests.unit.test_stall_drill import moe4_cost, run_drilled
+    from tests.unit.test_switch_cost import static_rate
 
-    def cost(bs):
-        return tuple(ms / 1000 for ms in MOE4_MS)
     for length in (64, 200, 600):
         for seed in range(2):
-            os.environ["ADAPTIVE_SPEC_INJECT_STALL"] = f"3@3000+{length}:5.72"
-            ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
-            del os.environ["ADAPTIVE_SPEC_INJECT_STALL"]
-            slept, stalls = [0.0], [0]
-
-            def sleep(seconds):
-                slept[0] += seconds
-                stalls[0] += 1
-            ctl.stall.sleep = sleep
-
-            def host_sleep():
-                seconds, slept[0] = slept[0], 0.0
-                return seconds
-            chosen, rate, _ = run_switching(ctl, [4] * 8000, cost, 0.005, seed,
-                                            host_sleep=host_sleep)
+            ctl, chosen, rate, stalled_at = run_drilled(f"3@3000+{length}:5.72", seed)
             runs = " ".join(f"{k}x{len(list(g))}"
                             for k, g in itertools.groupby(chosen[2999:3000 + length + 300]))
-            print(f"drill-stall {length} seed {seed}: {stalls[0]} stalled, "
-                  f"{rate / static_rate([4] * 8000, cost, 3):.3f} of static k = 3, jumps "
+            print(f"drill-stall {length} seed {seed}: {len(stalled_at)} stalled, "
+                  f"{rate / static_rate([4] * 8000, moe4_cost, 3):.3f} of static k = 3, jumps "
                   f"{ctl.policy.table.jump_counts.get('4')}, runs {runs[:120]}")
 
 

@@ -1,6 +1,8 @@
 """ADAPTIVE_SPEC_INJECT_STALL: the host-stall drill that lets a GPU run show the goodput
 policy's recheck (stall_drill.py). Simulated step times; no performance claim."""
 
+import os
+
 import pytest
 
 from adaptive_spec.config import AdaptiveSpecConfig
@@ -9,6 +11,39 @@ from adaptive_spec.stall_drill import STALL_ENV, StallDrill, stall_drill
 
 from .test_stall_recheck import MOE4_MS
 from .test_switch_cost import run_switching, static_rate
+
+
+def moe4_cost(bs):
+    """Session 53's MoE table at 3-4 running, seconds a step for k = 0..3."""
+    return tuple(ms / 1000 for ms in MOE4_MS)
+
+
+def run_drilled(spec, seed, loads=(4,) * 8000, cost=moe4_cost):
+    """`run_switching` of a goodput controller under the drill `spec`, its sleeps landing in
+    the result interval before them (as on the GPU, session 58) instead of sleeping.
+    Returns (the controller, chosen k per decision, tokens per second, the decisions that
+    slept)."""
+    saved = os.environ.get(STALL_ENV)
+    os.environ[STALL_ENV] = spec
+    try:
+        ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    finally:
+        if saved is None:
+            del os.environ[STALL_ENV]
+        else:
+            os.environ[STALL_ENV] = saved
+    slept, stalled_at = [0.0], []
+
+    def sleep(seconds):
+        slept[0] += seconds
+        stalled_at.append(ctl.decision_count)
+    ctl.stall.sleep = sleep
+
+    def host_sleep():
+        seconds, slept[0] = slept[0], 0.0
+        return seconds
+    chosen, rate, _ = run_switching(ctl, list(loads), cost, 0.005, seed, host_sleep=host_sleep)
+    return ctl, chosen, rate, stalled_at
 
 
 @pytest.mark.parametrize("text, want", [
@@ -52,7 +87,7 @@ def test_the_drill_sleeps_after_the_decision_is_timed(monkeypatch):
     assert booked_at_sleep == [(3, 3), (4, 4)]  # for the steps of decisions 2 and 3
 
 
-def test_a_drill_stall_on_the_chosen_k_is_left_and_k_comes_back(monkeypatch):
+def test_a_drill_stall_on_the_chosen_k_is_left_and_k_comes_back():
     """What a GPU run of the drill should show, here on session 53's MoE costs at 4 running
     (k = 3 5.72 ms a step, 1.18x plain): a stall of 64 decisions from 3,000 in which each
     k = 3 step takes 5.72 ms more (the sleep at the decision after it lands in its result
@@ -60,26 +95,10 @@ def test_a_drill_stall_on_the_chosen_k_is_left_and_k_comes_back(monkeypatch):
     settled as a stall (the status's step_jumps), and k = 3 runs again once it is over:
     simulated, 32 stalled steps, k = 3 on 1,986 of the 2,000 decisions from 200 after it,
     0.991x of static k = 3 (which meets no stall)."""
-    monkeypatch.setenv(STALL_ENV, "3@3000+64:5.72")
-    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
-    slept, stalled_at = [0.0], []
-
-    def sleep(seconds):
-        slept[0] += seconds
-        stalled_at.append(ctl.decision_count)
-    ctl.stall.sleep = sleep
-
-    def host_sleep():
-        seconds, slept[0] = slept[0], 0.0
-        return seconds
-
-    def cost(bs):
-        return tuple(ms / 1000 for ms in MOE4_MS)
-
-    chosen, rate, _ = run_switching(ctl, [4] * 8000, cost, 0.005, 0, host_sleep=host_sleep)
+    ctl, chosen, rate, stalled_at = run_drilled("3@3000+64:5.72", 0)
     # a sleep at decision d stalls the step of decision d - 1 (chosen[d - 2])
     assert stalled_at and all(3001 <= d <= 3064 and chosen[d - 2] == 3 for d in stalled_at)
     assert len(stalled_at) < 64  # it left k = 3 within the stall ...
     assert chosen[3064 + 200:3064 + 2200].count(3) >= 1700  # ... and came back after it
     assert ctl.policy.table.jump_counts["4"].get("stall", 0) >= 1
-    assert rate >= 0.97 * static_rate([4] * 8000, cost, 3)
+    assert rate >= 0.97 * static_rate([4] * 8000, moe4_cost, 3)
