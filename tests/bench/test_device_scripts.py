@@ -78,7 +78,7 @@ def test_every_device_script_parses():
 
 
 def test_the_runs_written_for_the_next_gpu_session_use_only_flags_that_exist():
-    """call_s37.sh to call_s48.sh have (partly) never run: every --flag
+    """call_s37.sh to call_s59.sh have (partly) never run: every --flag
     they pass is one the sweep, paired or sample_summary commands or our server know, so a typo
     does not cost a device session."""
     import re
@@ -99,7 +99,7 @@ def test_the_runs_written_for_the_next_gpu_session_use_only_flags_that_exist():
     known |= {"--layers"}  # the model builder's shape overrides, added in a loop
     for name in ("call_s37.sh", "call_s38.sh", "call_s39.sh", "call_s40.sh", "call_s41.sh",
                  "call_s42.sh", "call_s43.sh", "call_s44.sh", "call_s45.sh", "call_s46.sh",
-                 "call_s47.sh", "call_s48.sh"):
+                 "call_s47.sh", "call_s48.sh", "call_s59.sh"):
         code = "\n".join(line for line in (DEVICE / name).read_text().splitlines()
                          if not line.lstrip().startswith("#"))
         used = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", code))

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Session 59 (one GPU, H100 or H200).
+#   m4 (~9 min) issue 10's same-run sweep with SGLang's built-in adaptive mode on the 16-layer
+#      Qwen3-MoE layout (dial DIAL, default 0.7): plain, EAGLE-3, built-in and goodput. Four MoE
+#      servers (~21 GB of weights each) do not fit an H100's 80 GB at once: there they start one
+#      after another (--start-mode serial, ~60-130 s each) at 4 / 16 / 64 / 128 requests
+#      (CONC); on an H200 all at once at 1-256. Goodput's step-time samples and decisions kept.
+#   m1 | fs | ms | ...: session 48's and earlier calls (call_s48.sh), on the code as it stands.
+# Usage (repo root, .bundle and .device carried): [DIAL=0.7] bash scripts/device/call_s59.sh m4
+case "${1:-}" in
+m4) ;;
+*) exec bash scripts/device/call_s48.sh "$@" ;;
+esac
+PREFILL_GRAPH=${PREFILL_GRAPH:-breakable}  # SGLang's default, which common.sh turns off otherwise
+source scripts/device/common.sh
+say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
+GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"  # RUN_FLAGS add its decision log
+DIAL=${DIAL:-0.7}
+case "$DIAL" in
+random) DRAFT=random; TAG=m4-wrong ;;
+*) DRAFT=dial:$DIAL; TAG=m4-$DIAL ;;
+esac
+PAIR=/tmp/moe-16
+pinned_setup "$TAG"
+build_pair "$PAIR" "$DRAFT" --preset qwen3-moe --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }
+say "model built"
+export ADAPTIVE_SPEC_SAMPLE_LOG=1
+GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+START=parallel LEVELS=1,4,16,32,64,128,256
+[ "${GPU_MIB:-0}" -lt 100000 ] && START=serial LEVELS=4,16,64,128
+say "${GPU_MIB} MiB of GPU memory: servers start $START"
+sweep 0 "$TAG-moe" "$PAIR/target" "$PAIR/draft-${DRAFT/:/-}" "${SYSTEMS:-$FOUR}" \
+  --concurrency "${CONC:-$LEVELS}" --repeat "${PASSES:-1}" --start-mode "$START" \
+  --start-timeout-s 360 ${LEVEL_S:+--time-budget-s "$LEVEL_S"} --system-args "$GOODPUT" \
+  > "/tmp/tail-$TAG.txt"
+keep_ours_logs "$TAG" moe
+rm -f "$OUT/samples-$TAG-forced-on.txt" "$OUT/samples-$TAG-forced-off.txt"  # not in this run
+report "$TAG-" "logs-$TAG.tar.xz" "/tmp/tail-$TAG.txt"
+SWEPT=$OUT/sweep-$TAG-moe.json
+goodput_paired "$SWEPT" envelope plain eagle3 builtin-adaptive
+( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$SWEPT" --system builtin-adaptive \
+    --of envelope ) 2>&1 | tail -8
+( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --realized \
+    "$OUT/samples-$TAG-goodput.txt" ) 2>&1 | tail -30
+goodput_cost_model "$SWEPT"
+rm -f "$OUT/build.log"
+bash "$REPO/scripts/device/pack_out.sh" "$TAG"
