@@ -5,6 +5,9 @@
 #      servers (~21 GB of weights each) do not fit an H100's 80 GB at once: there they start one
 #      after another (--start-mode serial, ~60-130 s each) at 4 / 16 / 64 / 128 requests
 #      (CONC); on an H200 all at once at 1-256. Goodput's step-time samples and decisions kept.
+#      One after another, the servers run in the order of SYSTEMS, so the last one always meets
+#      the GPU after the others' levels (session 59: goodput last in all three calls); ROTATE=n
+#      starts the four at the n-th (0-3) to spread that over calls.
 #   m1 | fs | ms | ...: session 48's and earlier calls (call_s48.sh), on the code as it stands.
 # Usage (repo root, .bundle and .device carried): [DIAL=0.7] bash scripts/device/call_s59.sh m4
 case "${1:-}" in
@@ -29,7 +32,10 @@ GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | he
 START=parallel LEVELS=1,4,16,32,64,128,256
 [ "${GPU_MIB:-0}" -lt 100000 ] && START=serial LEVELS=4,16,64,128
 say "${GPU_MIB} MiB of GPU memory: servers start $START"
-sweep 0 "$TAG-moe" "$PAIR/target" "$PAIR/draft-${DRAFT/:/-}" "${SYSTEMS:-$FOUR}" \
+IFS=, read -ra ALL <<< "${SYSTEMS:-$FOUR}"
+N=${ROTATE:-0}; ORDERED=$(IFS=,; echo "${ALL[*]:N},${ALL[*]:0:N}"); ORDERED=${ORDERED%,}
+say "systems in order: $ORDERED"
+sweep 0 "$TAG-moe" "$PAIR/target" "$PAIR/draft-${DRAFT/:/-}" "$ORDERED" \
   --concurrency "${CONC:-$LEVELS}" --repeat "${PASSES:-1}" --start-mode "$START" \
   --start-timeout-s 360 ${LEVEL_S:+--time-budget-s "$LEVEL_S"} --system-args "$GOODPUT" \
   > "/tmp/tail-$TAG.txt"
