@@ -7,7 +7,9 @@
 #      (CONC); on an H200 all at once at 1-256. Goodput's step-time samples and decisions kept.
 #      One after another, the servers run in the order of SYSTEMS, so the last one always meets
 #      the GPU after the others' levels (session 59: goodput last in all three calls); ROTATE=n
-#      starts the four at the n-th (0-3) to spread that over calls.
+#      starts the four at the n-th (0-3) to spread that over calls. SYSTEMS and CONC narrow it,
+#      e.g. SYSTEMS=eagle3,adaptive-spec:forced-on,adaptive-spec:goodput CONC=128: whether our
+#      k = 3 step costs what EAGLE-3's does at 128 (session 59: goodput's took 7% longer).
 #   m1 | fs | ms | ...: session 48's and earlier calls (call_s48.sh), on the code as it stands.
 # Usage (repo root, .bundle and .device carried): [DIAL=0.7] bash scripts/device/call_s59.sh m4
 case "${1:-}" in
@@ -40,7 +42,9 @@ sweep 0 "$TAG-moe" "$PAIR/target" "$PAIR/draft-${DRAFT/:/-}" "$ORDERED" \
   --start-timeout-s 360 ${LEVEL_S:+--time-budget-s "$LEVEL_S"} --system-args "$GOODPUT" \
   > "/tmp/tail-$TAG.txt"
 keep_ours_logs "$TAG" moe
-rm -f "$OUT/samples-$TAG-forced-on.txt" "$OUT/samples-$TAG-forced-off.txt"  # not in this run
+for s in forced-on forced-off; do  # an empty file for one not in this run
+  [[ ",$ORDERED," == *",adaptive-spec:$s,"* ]] || rm -f "$OUT/samples-$TAG-$s.txt"
+done
 report "$TAG-" "logs-$TAG.tar.xz" "/tmp/tail-$TAG.txt"
 SWEPT=$OUT/sweep-$TAG-moe.json
 goodput_paired "$SWEPT" envelope plain eagle3 builtin-adaptive
