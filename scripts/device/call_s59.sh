@@ -9,7 +9,9 @@
 #      the GPU after the others' levels (session 59: goodput last in all three calls); ROTATE=n
 #      starts the four at the n-th (0-3) to spread that over calls. SYSTEMS and CONC narrow it,
 #      e.g. SYSTEMS=eagle3,adaptive-spec:forced-on,adaptive-spec:goodput CONC=128: whether our
-#      k = 3 step costs what EAGLE-3's does at 128 (session 59: goodput's took 7% longer).
+#      k = 3 step costs what EAGLE-3's does at 128 (session 59: goodput's took 7% longer);
+#      STACKS=1 adds the scheduler thread's stack samples (ADAPTIVE_SPEC_STACK_SAMPLER) of every
+#      server and their table near 127 running: which functions hold a step's host time.
 #   m1 | fs | ms | ...: session 48's and earlier calls (call_s48.sh), on the code as it stands.
 # Usage (repo root, .bundle and .device carried): [DIAL=0.7] bash scripts/device/call_s59.sh m4
 case "${1:-}" in
@@ -30,6 +32,7 @@ pinned_setup "$TAG"
 build_pair "$PAIR" "$DRAFT" --preset qwen3-moe --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }
 say "model built"
 export ADAPTIVE_SPEC_SAMPLE_LOG=1
+[ "${STACKS:-0}" = 1 ] && export ADAPTIVE_SPEC_STACK_SAMPLER=1
 GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
 START=parallel LEVELS=1,4,16,32,64,128,256
 [ "${GPU_MIB:-0}" -lt 100000 ] && START=serial LEVELS=4,16,64,128
@@ -53,5 +56,6 @@ goodput_paired "$SWEPT" envelope plain eagle3 builtin-adaptive
 ( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --realized \
     "$OUT/samples-$TAG-goodput.txt" ) 2>&1 | tail -30
 goodput_cost_model "$SWEPT"
+[ "${STACKS:-0}" = 1 ] && stacks "/tmp/logs-$TAG-moe" 127 | head -60
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$TAG"
