@@ -44,6 +44,8 @@ import time
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
+from . import kernel_builds
+
 logger = logging.getLogger("adaptive_spec")
 
 STALE_FROM = "_as_stale_from"  # on a Req: the first position whose draft KV is stale (None: none)
@@ -59,8 +61,8 @@ CHECK_ENV = "ADAPTIVE_SPEC_CATCHUP_CHECK"
 # positions (flapping every 64 steps with plain prefills while off: 1.02x / 1.03x / 1.01x, and
 # 3.94-3.99 per round after re-entry instead of 3.48-3.62). Between the two measured points.
 AUTO_MIN_MEAN_STALE = 32
-# A full catch-up whose host time passes this is logged with its size and its target / draft
-# split. GPU, session 27 (MoE layout, empty kernel caches, one request): four runs of 62-214
+# A full catch-up whose host time passes this is logged with its size, its target / draft split
+# and the Triton kernels built meanwhile (`kernel_builds.py`). GPU, session 27 (MoE layout, empty kernel caches, one request): four runs of 62-214
 # tokens took 0.75-1.43 s, all in the target's forward, while Triton built fused-MoE kernels for
 # each new token count: the ~2-s re-entry stalls of sessions 16 and 26. The extend warm-up
 # (`extend_warmup.py`, on by default since) builds them at start: 35-42 ms per run after it.
@@ -270,7 +272,7 @@ def at_reentry(worker, batch, ctl, from_plain: bool) -> bool:
         if why is not None:
             ledger.on_full_catchup_skipped(why)
             return False
-        started, clock = time.perf_counter(), {}
+        started, started_wall, clock = time.perf_counter(), time.time(), {}
         plan = run_full_catchup(worker, batch, clock)
         if plan is None:
             ledger.on_full_catchup_skipped("bookkeeping gap")
@@ -278,9 +280,12 @@ def at_reentry(worker, batch, ctl, from_plain: bool) -> bool:
         host_s = time.perf_counter() - started  # launches only, no sync: a stall of the host
         ledger.on_full_catchup(plan.stale_positions, len(plan.tokens), host_s)
         if host_s > SLOW_CATCHUP_S:
+            builds = kernel_builds.built_since(started_wall)
             logger.warning("adaptive_spec: full catch-up of %d tokens over %d requests took %.2f s "
-                           "on the host (target forward %.2f s, draft forward %.2f s)", len(plan.tokens),
-                           len(batch.reqs), host_s, clock.get("target", 0.0), clock.get("draft", 0.0))
+                           "on the host (target forward %.2f s, draft forward %.2f s; Triton kernels "
+                           "built meanwhile, any process: %s)", len(plan.tokens), len(batch.reqs),
+                           host_s, clock.get("target", 0.0), clock.get("draft", 0.0),
+                           "no cache to read" if builds is None else builds)
         return True
     except LengthMismatch as exc:
         ledger.on_full_catchup_skipped("length mismatch")

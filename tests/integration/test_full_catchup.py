@@ -5,6 +5,7 @@ run through recorders, the draft's through SGLang's own `_draft_extend_for_prefi
 recording draft runner (no model runs; what the forwards compute is the GPU's, not tested here)."""
 
 import dataclasses
+import os
 import types
 
 import pytest
@@ -240,16 +241,31 @@ def test_after_plain_steps_the_reentry_step_catches_up_in_full_and_drafts_at_onc
 
 
 @pytest.mark.parametrize("slow", [False, True])
-def test_a_slow_full_catchup_is_logged_with_its_size(monkeypatch, future_map, caplog, slow):
+def test_a_slow_full_catchup_is_logged_with_its_size(monkeypatch, future_map, caplog, tmp_path, slow):
     """GPU, sessions 16 and 26 (MoE layout, one request): a re-entry stalled the server for ~2 s;
-    session 27's log lines put it in the target's forward (Triton building fused-MoE kernels)."""
+    session 27's log lines put it in the target's forward (Triton building fused-MoE kernels).
+    Since session 59 (a 1.72-s catch-up at 64 requests, its cause unread) the line also counts
+    the Triton cache entries written while it ran: here the target's forward writes one (a
+    kernel built on first use) beside an entry from long before."""
     worker, _, _ = reentry_worker(monkeypatch, future_map)
+    cache = tmp_path / "triton-cache"
+    (cache / "built-long-before").mkdir(parents=True)
+    os.utime(cache / "built-long-before", (1.0, 1.0))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
+    forward = worker.target_worker.forward_batch_generation
+
+    def forward_that_builds_a_kernel(view, **kwargs):
+        (cache / "built-in-this-forward").mkdir()
+        return forward(view, **kwargs)
+
+    worker.target_worker.forward_batch_generation = forward_that_builds_a_kernel
     batch = decode_batch_at_reentry(future_map)
     setattr(batch, catchup.FROM_PLAIN, True)
     monkeypatch.setattr(catchup, "SLOW_CATCHUP_S", -1.0 if slow else 60.0)
     assert catchup_step(worker, batch).adaptive_spec_mode == "reentry"
     assert ("full catch-up of 4 tokens over 2 requests took" in caplog.text) == slow
     assert ("(target forward " in caplog.text and "draft forward " in caplog.text) == slow
+    assert ("Triton kernels built meanwhile, any process: 1)" in caplog.text) == slow
 
 
 @pytest.mark.parametrize("why", ["last step not plain", "newest asked", "logprobs", "multimodal request"])
