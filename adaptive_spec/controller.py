@@ -51,14 +51,14 @@ def injected_fault(text: Optional[str]) -> Optional[tuple[str, int]]:
 
 
 def _notify(listeners: list, *args) -> None:
-    """Call each listener (metrics); one that raises is dropped with a warning. Metrics must
-    never change a decision or put the controller into fallback."""
+    """Call each listener (metrics, diagnostics); one that raises is dropped with a warning.
+    They must never change a decision or put the controller into fallback."""
     for listener in list(listeners):
         try:
             listener(*args)
         except Exception as exc:
             listeners.remove(listener)
-            logger.warning("adaptive_spec: metrics listener disabled after error: %r", exc)
+            logger.warning("adaptive_spec: listener %r disabled after error: %r", listener, exc)
 
 
 class DecisionLog:
@@ -237,6 +237,9 @@ class Controller:
         self.sample_log = sample_log.SampleLog(rank) if sample_log.enabled() else None  # a diagnostic
         self.listeners = []  # callables(decision, snapshot): metrics
         self.result_listeners = []  # callables(steps, step_seconds or None): metrics
+        # callables(batch size, steps, the result's wall seconds or None, mode): diagnostics,
+        # every decode result, sampled or not (sglang_plugin/slow_results.py)
+        self.wall_listeners = []
         try:
             self.selftest: Optional[dict] = decide_selftest(cfg)
         except Exception as exc:  # a diagnostic: never a reason not to serve
@@ -398,6 +401,7 @@ class Controller:
             self.fail(f"result hook: {exc!r}")
             return
         _notify(self.result_listeners, steps, dt)
+        _notify(self.wall_listeners, batch_size, steps, measured, mode)
 
     def _observe_realized(self, batch_size: int, steps: int, mode: Optional[str],
                           seconds: Optional[float], tokens: float) -> None:

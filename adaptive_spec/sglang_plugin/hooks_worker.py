@@ -11,6 +11,7 @@ import logging
 
 from ..config import AdaptiveSpecConfig
 from .hooks_offpath import register_spec_worker
+from .slow_results import install_slow_results
 from .state import init_controller
 from .warmup import warm_sampling_kernels
 
@@ -138,6 +139,7 @@ def after_eagle_worker_init(ret, worker, *args, **kwargs):
             install_metrics(ctl, rank)
         except Exception as exc:  # metrics must never stop serving
             logger.warning("adaptive_spec: Prometheus series unavailable: %r", exc)
+    install_slow_results(ctl)
     controller.params = PolicyParams(ctl, cfg.candidate_steps())
     switch_logger = logging.getLogger(SGLANG_WORKER_LOGGER)
     if SWITCH_LINE_FILTER not in switch_logger.filters:

@@ -1,0 +1,62 @@
+"""A decode result that took far longer than any step should is logged, with the Triton
+kernels built while it ran (`kernel_builds.py`): a kernel built on first use runs on the
+scheduler's thread, and every request in flight waits for it.
+
+GPU, session 58 (H100, MoE layout, 4 requests): in the level's first seconds the first result
+at a step count not yet run at that batch size took 87-143 ms, seven times, against 2.7-6 ms
+steady; the sample log showed them, nothing said what held them. Session 59: a full catch-up
+held the host 1.72 s once in three runs, cause unread; its other results at 65-128 running
+read 15 ms at the median, 20-35 ms at the 99th percentile, 89 ms at most. SLOW_RESULT_S sits
+below session 58's stalls and above nearly every steady result. At most one line a second (a
+burst of first uses is one story); each line counts the slow results so far.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Callable, Optional
+
+from . import kernel_builds
+
+logger = logging.getLogger("adaptive_spec")
+
+SLOW_RESULT_S = 0.08
+MIN_LOG_GAP_S = 1.0
+
+
+class SlowResults:
+    """A controller wall listener: (batch size, steps, the result's wall seconds, mode)."""
+
+    def __init__(self, clock: Callable[[], float] = time.time,
+                 built_since: Callable[[float], Optional[int]] = kernel_builds.built_since):
+        self.clock = clock
+        self.built_since = built_since
+        self.count = 0
+        self._last_line = -math.inf
+
+    def __call__(self, batch_size: int, steps: int, seconds: Optional[float],
+                 mode: Optional[str]) -> None:
+        if seconds is None or seconds < SLOW_RESULT_S:
+            return
+        self.count += 1
+        now = self.clock()
+        if now - self._last_line < MIN_LOG_GAP_S:
+            return
+        self._last_line = now
+        builds = self.built_since(now - seconds)
+        logger.warning("adaptive_spec: a decode result took %.0f ms (%d running, k = %d, mode %s; "
+                       "slow result %d since start; Triton kernels built meanwhile, any process: "
+                       "%s)", seconds * 1000, batch_size, steps, mode or "-", self.count,
+                       "no cache to read" if builds is None else builds)
+
+
+def install_slow_results(controller) -> SlowResults:
+    """Listen to every decode result's wall time (once per controller)."""
+    for listener in controller.wall_listeners:
+        if isinstance(listener, SlowResults):
+            return listener
+    listener = SlowResults()
+    controller.wall_listeners.append(listener)
+    return listener
