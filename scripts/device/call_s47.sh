@@ -21,11 +21,7 @@ PREFILL_GRAPH=${PREFILL_GRAPH:-breakable}  # SGLang's default, which common.sh t
 source scripts/device/common.sh
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"  # RUN_FLAGS add its decision log
-DIAL=${DIAL:-0.7}
-case "$DIAL" in
-random) DRAFT=random; TAG=$1-wrong ;;
-*) DRAFT=dial:$DIAL; TAG=$1-$DIAL ;;
-esac
+dial_draft $1
 if [ "$1" = fs ]; then
   KIND=dense PAIR=/tmp/soak-8b
   dense_pinned_setup "$TAG"

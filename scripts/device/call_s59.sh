@@ -22,11 +22,7 @@ PREFILL_GRAPH=${PREFILL_GRAPH:-breakable}  # SGLang's default, which common.sh t
 source scripts/device/common.sh
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"  # RUN_FLAGS add its decision log
-DIAL=${DIAL:-0.7}
-case "$DIAL" in
-random) DRAFT=random; TAG=m4-wrong ;;
-*) DRAFT=dial:$DIAL; TAG=m4-$DIAL ;;
-esac
+dial_draft m4
 PAIR=/tmp/moe-16
 pinned_setup "$TAG"
 build_pair "$PAIR" "$DRAFT" --preset qwen3-moe --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }

@@ -128,6 +128,15 @@ SWEEP_FLAGS=(--concurrency 1,4,16,32,64,128,256 --new-tokens 192 --prompt-len 40
 # Sessions 4-5: spread lengths, a warm-up wave per level, longer levels at 128/256, metrics and
 # our decision log; `sweep` runs one on one GPU (systems: FOUR or a list).
 FOUR=plain,eagle3,builtin-adaptive,adaptive-spec:goodput
+# DIAL (default 0.7; 0.5, 0.9, or random: the always-wrong draft) -> DRAFT, the model builder's
+# draft spec, and TAG, the run's name: $1-$DIAL, or $1-wrong
+dial_draft() {
+  DIAL=${DIAL:-0.7}
+  case "$DIAL" in
+  random) DRAFT=random; TAG=$1-wrong ;;
+  *) DRAFT=dial:$DIAL; TAG=$1-$DIAL ;;
+  esac
+}
 # Issue 3's threshold table with one setting for both drafts (sessions 19, 24): the load threshold
 # above the servers' cap of running requests (260) and the queue rule off, so the acceptance floor
 # (1.5, the default) alone decides. The setting this GPU and these drafts call for, not a
