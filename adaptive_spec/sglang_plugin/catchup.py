@@ -62,7 +62,8 @@ CHECK_ENV = "ADAPTIVE_SPEC_CATCHUP_CHECK"
 # 3.94-3.99 per round after re-entry instead of 3.48-3.62). Between the two measured points.
 AUTO_MIN_MEAN_STALE = 32
 # A full catch-up whose host time passes this is logged with its size, its target / draft split
-# and the Triton kernels built meanwhile (`kernel_builds.py`). GPU, session 27 (MoE layout, empty kernel caches, one request): four runs of 62-214
+# and the Triton kernels built meanwhile (`kernel_builds.py`). GPU, session 27 (MoE layout, empty
+# kernel caches, one request): four runs of 62-214
 # tokens took 0.75-1.43 s, all in the target's forward, while Triton built fused-MoE kernels for
 # each new token count: the ~2-s re-entry stalls of sessions 16 and 26. The extend warm-up
 # (`extend_warmup.py`, on by default since) builds them at start: 35-42 ms per run after it.
@@ -282,10 +283,10 @@ def at_reentry(worker, batch, ctl, from_plain: bool) -> bool:
         if host_s > SLOW_CATCHUP_S:
             builds = kernel_builds.built_since(started_wall)
             logger.warning("adaptive_spec: full catch-up of %d tokens over %d requests took %.2f s "
-                           "on the host (target forward %.2f s, draft forward %.2f s; Triton kernels "
-                           "built meanwhile, any process: %s)", len(plan.tokens), len(batch.reqs),
-                           host_s, clock.get("target", 0.0), clock.get("draft", 0.0),
-                           "no cache to read" if builds is None else builds)
+                           "on the host (target forward %.2f s, draft forward %.2f s; Triton "
+                           "kernels built meanwhile, any process: %s)", len(plan.tokens),
+                           len(batch.reqs), host_s, clock.get("target", 0.0),
+                           clock.get("draft", 0.0), "no cache to read" if builds is None else builds)
         return True
     except LengthMismatch as exc:
         ledger.on_full_catchup_skipped("length mismatch")

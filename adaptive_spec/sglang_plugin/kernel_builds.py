@@ -1,13 +1,13 @@
-"""How many Triton kernels were built on this machine since a moment: a diagnostic for host stalls.
+"""How many Triton kernels were built on this machine since a moment: a host-stall diagnostic.
 
 Triton keeps one directory per compiled kernel in its cache (`TRITON_CACHE_DIR`, else
 `~/.triton/cache`), written when the kernel is built. A kernel built on first use runs on the
 scheduler's thread, and every request in flight waits for it. A slow full catch-up (`catchup.py`)
-says how many cache entries were written while it ran, so its log line tells such a build from
-other stalls. GPU, session 27 (MoE layout, empty caches): four catch-ups took 0.75-1.43 s while
-Triton built fused-MoE kernels, read then by hand from the cache's timestamps. Session 59 (H100,
-warm caches): one catch-up of 5,057 tokens over 64 requests held the host 1.72 s in the target's
-forward, and nothing could say whether a build was in it.
+and a slow decode result (`slow_results.py`) say how many cache entries were written while they ran,
+so their log lines tell such a build from other stalls. GPU, session 27 (MoE layout, empty caches):
+four catch-ups took 0.75-1.43 s while Triton built fused-MoE kernels, read then by hand from the
+cache's timestamps. Session 59 (H100, warm caches): one catch-up of 5,057 tokens over 64 requests
+held the host 1.72 s in the target's forward, and nothing could say whether a build was in it.
 
 The count covers any process on the machine (servers side by side share the cache) and reads
 the entries' modification times, so it needs a file system that keeps them finer than the stall.
@@ -30,7 +30,7 @@ def cache_dir() -> str:
     configured = os.environ.get("TRITON_CACHE_DIR")
     if configured:
         return configured
-    try:  # Triton 3.4 on (0.5.16's 3.6 among them)
+    try:  # newer Triton (3.6, SGLang 0.5.16's, has it)
         from triton import knobs
 
         return str(knobs.cache.dir)

@@ -241,7 +241,8 @@ def test_after_plain_steps_the_reentry_step_catches_up_in_full_and_drafts_at_onc
 
 
 @pytest.mark.parametrize("slow", [False, True])
-def test_a_slow_full_catchup_is_logged_with_its_size(monkeypatch, future_map, caplog, tmp_path, slow):
+def test_a_slow_full_catchup_is_logged_with_its_size(monkeypatch, future_map, caplog, tmp_path,
+                                                     slow):
     """GPU, sessions 16 and 26 (MoE layout, one request): a re-entry stalled the server for ~2 s;
     session 27's log lines put it in the target's forward (Triton building fused-MoE kernels).
     Since session 59 (a 1.72-s catch-up at 64 requests, its cause unread) the line also counts

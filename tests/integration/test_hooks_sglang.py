@@ -106,7 +106,7 @@ def test_policy_replaces_sglang_decisions_in_the_real_controller(monkeypatch):
     worker = install(monkeypatch, AdaptiveSpecConfig(threshold=16, hysteresis=4, queue_threshold=None))
     ctl = state.get_controller()
     assert isinstance(worker.adaptive_controller.params, PolicyParams)
-    assert [type(listener) for listener in ctl.wall_listeners] == [SlowResults]  # slow results logged
+    assert [type(listener) for listener in ctl.wall_listeners] == [SlowResults]  # slow results
     assert sorted(worker.adaptive_controller._states) == [0, 3]  # states built for our candidates only
     # The real EAGLEWorkerV2 per-step hook point, called as SGLang calls it.
     for bs in [1, 8, 15, 16, 40, 13, 12, 11, 1]:
