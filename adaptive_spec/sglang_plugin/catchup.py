@@ -282,11 +282,12 @@ def at_reentry(worker, batch, ctl, from_plain: bool) -> bool:
         ledger.on_full_catchup(plan.stale_positions, len(plan.tokens), host_s)
         if host_s > SLOW_CATCHUP_S:
             builds = kernel_builds.built_since(started_wall)
+            builds = "no cache to read" if builds is None else builds
             logger.warning("adaptive_spec: full catch-up of %d tokens over %d requests took %.2f s "
                            "on the host (target forward %.2f s, draft forward %.2f s; Triton "
                            "kernels built meanwhile, any process: %s)", len(plan.tokens),
                            len(batch.reqs), host_s, clock.get("target", 0.0),
-                           clock.get("draft", 0.0), "no cache to read" if builds is None else builds)
+                           clock.get("draft", 0.0), builds)
         return True
     except LengthMismatch as exc:
         ledger.on_full_catchup_skipped("length mismatch")
