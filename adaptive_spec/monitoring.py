@@ -34,6 +34,7 @@ SERIES: Dict[str, str] = {
     "adaptive_spec_accept_rate_position": "gauge",
     "adaptive_spec_predicted_step_seconds": "gauge",
     "adaptive_spec_realized_ratio": "gauge",
+    "adaptive_spec_slow_decode_results": "counter",
 }
 # SGLang's series the dashboard reads beside ours (all exported by 0.5.16 with --enable-metrics)
 SGLANG_SERIES = ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage",
@@ -49,6 +50,9 @@ DRAFTING_DECISIONS = f'{RANKS} (rate(adaptive_spec_decisions_total{{steps!="0"}}
 # minutes is flapping. The decision's budget is 20 us (issue 5; 5-12 us on the H200 servers).
 FLAP_SHARE = 0.25
 DECIDE_SLOW_S = 50e-6
+# Decode results of 80 ms or more (sglang_plugin/slow_results.py): one now and then is a kernel
+# built on first use; more than one a minute for 10 minutes is a server that keeps stalling.
+STALLS_PER_10M = 10
 # The goodput policy's realized ratio is clipped (policy/realized.py): a step count at a bound
 # delivered a quarter less, or a third more, than the cost model said, which the policy reads as
 # a broken input (its correction stops there), not a model error.
@@ -151,6 +155,12 @@ def _panels() -> List[dict]:
          (0, 44, 24, 8), "short", "timeseries", "What each step count delivered at the current "
          "batch bucket over the cost model's prediction (1 = as modelled; below 1: the model "
          "overrates it). Empty under the threshold policy."),
+        # row 8: host stalls
+        ("Slow decode results", [(f"{RANKS} (increase(adaptive_spec_slow_decode_results_total"
+                                  f"[{RATE}]))", "{{instance}}")],
+         (0, 52, 24, 6), "short", "timeseries", "Decode results of 80 ms or more: every request "
+         "in flight waited. The server log's 'a decode result took' lines give each one's batch, "
+         "k and the Triton kernels built meanwhile."),
     ]
     return [_panel(i + 1, title, targets, pos, unit, kind, description, *rest)
             for i, (title, targets, pos, unit, kind, description, *rest) in enumerate(specs)]
@@ -218,6 +228,18 @@ def alert_rules() -> dict:
                              "decide_us_p50 against decide_cpu_us_p50 tells a waiting scheduler "
                              "thread (GIL, preemption) from a slow one; policy_decide_us_p50 is "
                              "the same policy timed at start.")}},
+        {"alert": "AdaptiveSpecHostStalls",
+         "expr": (f"sum {per_server} (max without (tp_rank) "
+                  f"(increase(adaptive_spec_slow_decode_results_total[10m]))) > {STALLS_PER_10M}"),
+         "for": "10m", "labels": {"severity": "warning"},
+         "annotations": {
+             "summary": ("decode steps of 80 ms or more keep coming on {{ $labels.instance }}"),
+             "description": ("Each held every request in flight. The log lines 'adaptive_spec: "
+                             "a decode result took ...' (and 'full catch-up of ...') give the "
+                             "batch size, step count and the Triton kernels built meanwhile: "
+                             "builds point at first-use compiles (the extend warm-up covers a "
+                             "catch-up's sizes), none at the host (CPU contention, GC) or the "
+                             "GPU.")}},
         {"alert": "AdaptiveSpecCostModelOff",
          "expr": (f"count {per_server} (adaptive_spec_realized_ratio <= {REALIZED_LOW:g} or "
                   f"adaptive_spec_realized_ratio >= {REALIZED_HIGH:g}) > 0"),

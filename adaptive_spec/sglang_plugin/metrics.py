@@ -4,11 +4,13 @@ Created inside the scheduler process, after SGLang set PROMETHEUS_MULTIPROC_DIR,
 multiprocess collector exports them; every series carries `tp_rank`. Updated from the
 controller's listeners: per booked run of equal decisions (the controller books a run when the
 decision changes and at least every 64 decisions: a counter, and two gauges on a change), per
-processed result (step-time histogram), and every `SLOW_EVERY` decisions for the per-position
-acceptance and the goodput cost model's predictions.
+processed result (step-time histogram; a count of the slow ones, `slow_results.py`), and every
+`SLOW_EVERY` decisions for the per-position acceptance and the goodput cost model's predictions.
 """
 
 from __future__ import annotations
+
+from . import slow_results
 
 SLOW_EVERY = 64
 _STEP_BUCKETS = (0.002, 0.004, 0.006, 0.008, 0.010, 0.013, 0.016, 0.020, 0.025, 0.032, 0.040, 0.050, 0.070, 0.100, 0.200)
@@ -28,6 +30,10 @@ class Metrics:
         self.decisions = Counter("adaptive_spec_decisions", "Decode-step decisions by reason and steps", ["tp_rank", "reason", "steps"], registry=reg)
         self.switches = Counter("adaptive_spec_switches", "Changes of the chosen step count", ["tp_rank"], registry=reg).labels(r)
         self.hook_seconds = Counter("adaptive_spec_decide_seconds", "CPU time spent deciding", ["tp_rank"], registry=reg).labels(r)
+        self.slow_results = Counter(
+            "adaptive_spec_slow_decode_results", "Decode results that took "
+            "slow_results.SLOW_RESULT_S or more (a host stall: a kernel built on first use, a "
+            "catch-up); each is logged", ["tp_rank"], registry=reg).labels(r)
         self.step_seconds = Histogram(
             "adaptive_spec_step_seconds", "Measured decode step time by steps", ["tp_rank", "steps"], buckets=_STEP_BUCKETS, registry=reg
         )
@@ -65,6 +71,11 @@ class Metrics:
                 child = self._step_children[steps] = self.step_seconds.labels(self.rank, str(steps))
             child.observe(seconds)
 
+    def on_wall(self, batch_size: int, steps: int, seconds, mode) -> None:
+        """Every decode result's wall time, sampled or not (the controller's wall listeners)."""
+        if seconds is not None and seconds >= slow_results.SLOW_RESULT_S:
+            self.slow_results.inc()
+
     def _slow_update(self, snap) -> None:
         ctl = self.ctl
         self.fallback.set(1 if ctl.fallback_reason else 0)
@@ -90,4 +101,5 @@ def install_metrics(controller, rank: int, registry=None) -> Metrics:
     m = Metrics(controller, rank, registry)
     controller.listeners.append(m.on_decisions)
     controller.result_listeners.append(m.on_result)
+    controller.wall_listeners.append(m.on_wall)
     return m

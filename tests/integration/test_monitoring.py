@@ -106,7 +106,7 @@ def test_the_rules_file_is_prometheus_yaml_with_severity_and_summary():
     (group,) = rules["groups"]
     names = [r["alert"] for r in group["rules"]]
     assert names == ["AdaptiveSpecFallback", "AdaptiveSpecRanksDisagree", "AdaptiveSpecFlapping",
-                     "AdaptiveSpecDecideSlow", "AdaptiveSpecCostModelOff"]
+                     "AdaptiveSpecDecideSlow", "AdaptiveSpecHostStalls", "AdaptiveSpecCostModelOff"]
     for r in group["rules"]:
         assert re.fullmatch(r"\d+m", r["for"])
         assert r["labels"]["severity"] in ("warning", "critical")
