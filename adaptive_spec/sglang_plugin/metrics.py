@@ -30,7 +30,7 @@ class Metrics:
         self.decisions = Counter("adaptive_spec_decisions", "Decode-step decisions by reason and steps", ["tp_rank", "reason", "steps"], registry=reg)
         self.switches = Counter("adaptive_spec_switches", "Changes of the chosen step count", ["tp_rank"], registry=reg).labels(r)
         self.hook_seconds = Counter("adaptive_spec_decide_seconds", "CPU time spent deciding", ["tp_rank"], registry=reg).labels(r)
-        self.slow_results = Counter(
+        self.slow_decode_results = Counter(
             "adaptive_spec_slow_decode_results", "Decode results that took "
             "slow_results.SLOW_RESULT_S or more (a host stall: a kernel built on first use, a "
             "catch-up); each is logged", ["tp_rank"], registry=reg).labels(r)
@@ -74,7 +74,7 @@ class Metrics:
     def on_wall(self, batch_size: int, steps: int, seconds, mode) -> None:
         """Every decode result's wall time, sampled or not (the controller's wall listeners)."""
         if seconds is not None and seconds >= slow_results.SLOW_RESULT_S:
-            self.slow_results.inc()
+            self.slow_decode_results.inc()
 
     def _slow_update(self, snap) -> None:
         ctl = self.ctl
