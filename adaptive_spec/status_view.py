@@ -163,6 +163,19 @@ def _decisions(st: dict) -> str:
     return "  ".join(f"k={key.replace(':', ' ')} {n}" for key, n in items[:8]) or "none yet"
 
 
+def _slow_results(slow: dict) -> str:
+    """One line: the decode results over the threshold (sglang_plugin/slow_results.py)."""
+    line = (f"stalls     {slow.get('count', 0)} decode results of {_ms(slow.get('threshold_ms'))} "
+            f"ms or more")
+    last = slow.get("last_logged")
+    if last:
+        built = last.get("kernels_built")
+        line += (f"; last logged {_ms(last.get('ms'))} ms at {last.get('running')} running, "
+                 f"k = {last.get('steps')} ({last.get('mode') or '-'}), Triton kernels built "
+                 f"meanwhile: {'unknown' if built is None else built}")
+    return line
+
+
 @_shape_checked
 def render(ranks: List[Optional[dict]]) -> str:
     live = [r for r in ranks if r]
@@ -194,6 +207,8 @@ def render(ranks: List[Optional[dict]]) -> str:
         f"switches   {st.get('switches', 0)}   decide p50 {st.get('decide_us_p50', '-')} us, "
         f"p99 {st.get('decide_us_p99', '-')} us",
     ]
+    if st.get("slow_results"):
+        lines.append(_slow_results(st["slow_results"]))
     if st.get("cost_model"):
         lines += _cost_model(st["cost_model"], decision.get("steps"))
     check = st.get("rank_check") or {}

@@ -34,6 +34,7 @@ class SlowResults:
         self.clock = clock
         self.built_since = built_since
         self.count = 0
+        self.last_logged: Optional[dict] = None  # the latest slow result a line was logged for
         self._last_line = -math.inf
 
     def __call__(self, batch_size: int, steps: int, seconds: Optional[float],
@@ -46,17 +47,27 @@ class SlowResults:
             return
         self._last_line = now
         builds = self.built_since(now - seconds)
+        self.last_logged = {"ms": round(seconds * 1000, 1), "running": batch_size, "steps": steps,
+                            "mode": mode, "kernels_built": builds}
         logger.warning("adaptive_spec: a decode result took %.0f ms (%d running, k = %d, mode %s; "
                        "slow result %d since start; Triton kernels built meanwhile, any process: "
                        "%s)", seconds * 1000, batch_size, steps, mode or "-", self.count,
                        "no cache to read" if builds is None else builds)
 
+    def status(self) -> dict:
+        return {"count": self.count, "threshold_ms": round(SLOW_RESULT_S * 1000, 1),
+                "last_logged": self.last_logged}
+
+
+def installed(controller) -> Optional[SlowResults]:
+    return next((listener for listener in controller.wall_listeners
+                 if isinstance(listener, SlowResults)), None)
+
 
 def install_slow_results(controller) -> SlowResults:
     """Listen to every decode result's wall time (once per controller)."""
-    for listener in controller.wall_listeners:
-        if isinstance(listener, SlowResults):
-            return listener
-    listener = SlowResults()
-    controller.wall_listeners.append(listener)
+    listener = installed(controller)
+    if listener is None:
+        listener = SlowResults()
+        controller.wall_listeners.append(listener)
     return listener

@@ -14,6 +14,7 @@ import logging
 from fastapi import Request  # resolved from module globals by FastAPI (annotations are strings)
 
 from ..config import CATCHUPS, OFF_BARRIERS, OFF_PATHS, OFF_PREFILLS, PLAIN_KV, AdaptiveSpecConfig, ConfigError
+from . import slow_results
 from .state import get_controller
 
 logger = logging.getLogger("adaptive_spec")
@@ -105,7 +106,11 @@ def after_get_internal_state(ret, sched, *args, **kwargs):
     ctl = get_controller()
     if ctl is not None:
         try:
-            ret.internal_state["adaptive_spec"] = ctl.status()
+            st = ctl.status()
+            slow = slow_results.installed(ctl)
+            if slow is not None:
+                st["slow_results"] = slow.status()
+            ret.internal_state["adaptive_spec"] = st
         except Exception as exc:  # status must never break /server_info
             logger.warning("adaptive_spec: status unavailable: %r", exc)
     return None

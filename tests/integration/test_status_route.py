@@ -49,6 +49,15 @@ def test_status_route_returns_json(client):
     assert body["ranks"][0]["settings"]["threshold"] == 32
 
 
+def test_the_status_carries_the_slow_results_once_they_are_listened_to(client):
+    from adaptive_spec.sglang_plugin.slow_results import install_slow_results
+
+    assert "slow_results" not in client.get("/adaptive_spec/status").json()["ranks"][0]
+    install_slow_results(state.get_controller())
+    rank = client.get("/adaptive_spec/status").json()["ranks"][0]
+    assert rank["slow_results"] == {"count": 0, "threshold_ms": 80.0, "last_logged": None}
+
+
 def test_runtime_change_applies_and_bad_value_is_rejected(client):
     ok = client.post("/adaptive_spec/config", json={"threshold": 8, "force": "flap:2", "reset_stats": True})
     assert ok.status_code == 200 and ok.json()["ok"] is True

@@ -63,3 +63,14 @@ def test_the_controller_hands_every_decode_results_wall_time_to_it(monkeypatch, 
             ctl.on_result(k, [1, 2], "on")
     assert listener.count == 1
     assert f"(2 running, k = {k}, mode on; slow result 1 since start; " in caplog.text
+
+
+def test_its_status_counts_them_and_keeps_the_last_one_logged():
+    clock = FakeClock()
+    listener = SlowResults(clock=clock, built_since=lambda t: 4)
+    assert listener.status() == {"count": 0, "threshold_ms": 80.0, "last_logged": None}
+    listener(64, 0, 1.7354, "off")
+    clock.now += 0.2
+    listener(64, 3, 0.09, "on")  # within the second: counted, not logged
+    assert listener.status() == {"count": 2, "threshold_ms": 80.0, "last_logged": {
+        "ms": 1735.4, "running": 64, "steps": 0, "mode": "off", "kernels_built": 4}}

@@ -206,3 +206,18 @@ def test_a_status_of_another_shape_is_one_view_error_not_a_traceback():
             assert exc.code == 2 or "not active" in str(exc)
             refused += 1
     assert refused > 10
+
+
+def test_the_stalls_line_shows_the_slow_results_and_what_the_last_one_met():
+    """The plugin's status part (sglang_plugin/slow_results.py): none yet, then one logged."""
+    st = served_controller(policy="threshold", steps=20).status()
+    page = status_view.render(status_view.rank_statuses({"ranks": [st]}))
+    assert "stalls" not in page  # a status without the part (a sweep's, an older server's)
+    st["slow_results"] = {"count": 0, "threshold_ms": 80.0, "last_logged": None}
+    page = status_view.render(status_view.rank_statuses({"ranks": [st]}))
+    assert "stalls     0 decode results of 80 ms or more\n" in page + "\n"
+    st["slow_results"] = {"count": 3, "threshold_ms": 80.0, "last_logged": {
+        "ms": 1735.2, "running": 64, "steps": 0, "mode": "off", "kernels_built": None}}
+    page = status_view.render(status_view.rank_statuses({"ranks": [st]}))
+    assert ("stalls     3 decode results of 80 ms or more; last logged 1735.2 ms at 64 running, "
+            "k = 0 (off), Triton kernels built meanwhile: unknown") in page
