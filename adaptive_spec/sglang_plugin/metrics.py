@@ -73,7 +73,7 @@ class Metrics:
 
     def on_wall(self, batch_size: int, steps: int, seconds, mode) -> None:
         """Every decode result's wall time, sampled or not (the controller's wall listeners)."""
-        if seconds is not None and seconds >= slow_results.SLOW_RESULT_S:
+        if slow_results.is_slow(seconds):
             self.slow_decode_results.inc()
 
     def _slow_update(self, snap) -> None:

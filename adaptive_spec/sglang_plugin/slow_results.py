@@ -26,6 +26,11 @@ SLOW_RESULT_S = 0.08
 MIN_LOG_GAP_S = 1.0
 
 
+def is_slow(seconds: Optional[float]) -> bool:
+    """A decode result's wall time at or over the threshold (the log line's and the metric's)."""
+    return seconds is not None and seconds >= SLOW_RESULT_S
+
+
 class SlowResults:
     """A controller wall listener: (batch size, steps, the result's wall seconds, mode)."""
 
@@ -39,7 +44,7 @@ class SlowResults:
 
     def __call__(self, batch_size: int, steps: int, seconds: Optional[float],
                  mode: Optional[str]) -> None:
-        if seconds is None or seconds < SLOW_RESULT_S:
+        if not is_slow(seconds):
             return
         self.count += 1
         now = self.clock()
