@@ -3,7 +3,7 @@ adaptive_spec/sglang_plugin/phase_timing.py): one row per busy window (a sweep l
 server log, wall ms per decode step by phase, so plain and ours line up level by level.
 
   python -m adaptive_spec.bench.phase_summary [--json OUT] [--vs plain] [--bands 48-64,96-128 [--fit]
-      [--max-ms-per-step 40] [--drafting]] server-*.log
+      [--max-ms-per-step 40] [--drafting] [--per-call]] server-*.log
 
 `--bands LO-HI,...` adds one pooled row per server and band of mean running requests, over the
 windows where the server did not draft (`drafting_steps=0`; short windows come from
@@ -19,7 +19,10 @@ where most decode steps drafted instead: a drafting server's steady wall time a 
 plain's at the same band (session 40: goodput at 60-64 running drafted at 24.5 ms a step where
 its cost model read 23.6 with the prefills). The last columns (session 33's fields) are the
 garbage collector's ms a decode step and its full collections, and the scheduler process's main
-and other threads' CPU a wall second.
+and other threads' CPU a wall second. `--per-call` (with --bands; lines since session 60) adds the
+wall ms a call of run_batch, spec_forward and target_forward, decode and prefill calls apart,
+over every window in the band: whether a spec server's extra time is in its decode steps or in
+its prefills.
 """
 from __future__ import annotations
 
@@ -214,6 +217,42 @@ def fitted(logs: List[Path], bands: List[tuple], max_ms_per_step: Optional[float
     return _aligned(rows) if len(rows) > 1 else "(too few windows without drafting to fit in any band)"
 
 
+# phases whose prefill calls the clocks also sum apart ("<phase>@prefill", since session 60)
+SPLIT = ("run_batch", "spec_forward", "target_forward")
+
+
+def per_call(logs: List[Path], bands: List[tuple]) -> str:
+    """Per server and band, over all its windows (drafting or not): wall ms a call of each
+    SPLIT phase, decode calls and prefill calls apart (session 59: goodput's spec_forward at 128
+    took 1.16 ms a decode step more than EAGLE-3's with both kinds of call in the one figure)."""
+    head = ["server", "band", "windows", "steps", "drafted"]
+    head += [f"{c}/{kind}" for c in SPLIT for kind in ("decode", "prefill")]
+    rows = [head]
+    for p in logs:
+        ws = [w for w in windows(p) if w["rank"] == 0 and w["decode_steps"] > 0
+              and any(c + "@prefill" in w["calls"] for c in SPLIT)]
+        for lo, hi in bands:
+            sel = [w for w in ws if lo <= w["mean_running"] <= hi]
+            n = sum(w["decode_steps"] for w in sel)
+            if not n:
+                continue
+            cells = []
+            for c in SPLIT:  # each window's figures are per decode step: weight by its steps
+                tot = sum(w["ms"].get(c, 0) * w["decode_steps"] for w in sel)
+                pre = sum(w["ms"].get(c + "@prefill", 0) * w["decode_steps"] for w in sel)
+                calls = sum(w["calls"].get(c, 0) * w["decode_steps"] for w in sel)
+                pre_calls = sum(w["calls"].get(c + "@prefill", 0) * w["decode_steps"] for w in sel)
+                dec_calls = calls - pre_calls
+                cells += [_opt((tot - pre) / dec_calls if dec_calls > 0 else None, ".2f"),
+                          _opt(pre / pre_calls if pre_calls > 0 else None, ".2f")]
+            drafted = sum(w["drafting_steps"] or 0 for w in sel) / n
+            rows.append([server_name(p), f"{lo:g}-{hi:g}", str(len(sel)), str(n), f"{drafted:.2f}"]
+                        + cells)
+    if len(rows) > 1:
+        return _aligned(rows)
+    return "(no window with the prefill split in any band: logs from before session 60)"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+", type=Path)
@@ -229,15 +268,19 @@ def main(argv=None) -> int:
                     "(a profiled repeat, a stall)")
     ap.add_argument("--drafting", action="store_true",
                     help="with --bands: also pool the windows where most decode steps drafted")
+    ap.add_argument("--per-call", action="store_true",
+                    help="with --bands: also wall ms a call of run_batch, spec_forward and "
+                    "target_forward, decode calls and prefill calls apart, over all windows")
     a = ap.parse_args(argv)
     try:
         bands = parse_bands(a.bands) if a.bands else []
     except ValueError as exc:
         print(f"error: --bands: {exc}", file=sys.stderr)
         return 2
-    if a.drafting and not bands:
-        print("error: --drafting: needs --bands", file=sys.stderr)
-        return 2
+    for flag, given in (("--drafting", a.drafting), ("--per-call", a.per_call)):
+        if given and not bands:
+            print(f"error: {flag}: needs --bands", file=sys.stderr)
+            return 2
     if a.max_ms_per_step is not None and (not bands or not a.max_ms_per_step > 0):
         print("error: --max-ms-per-step: needs --bands and a positive number of ms", file=sys.stderr)
         return 2
@@ -257,6 +300,9 @@ def main(argv=None) -> int:
         if a.drafting:
             print()
             print(pooled(a.logs, bands, a.max_ms_per_step, drafting=True))
+        if a.per_call:
+            print()
+            print(per_call(a.logs, bands))
     if a.json:
         a.json.write_text(json.dumps({server_name(p): windows(p) for p in a.logs}, indent=1))
     return 0

@@ -17,7 +17,9 @@ waiting for admission, averaged over the window's scheduling calls) and `new_tok
 since session 33, `gc_ms_per_decode_step=G gc_collections=a/b/c` (time in Python's cyclic
 garbage collector, any thread of the scheduler process, and its collections by generation) and
 `thread_cpu_s={...}` (CPU seconds of the process's main thread and of all its other threads
-over the window, and the busiest other thread, from /proc: what competes for the GIL).
+over the window, and the busiest other thread, from /proc: what competes for the GIL). Since
+session 60 `run_batch`, `spec_forward` and `target_forward` also appear as `<phase>@prefill`
+(time and calls of their prefill calls alone; `phase_summary --per-call`).
 
 Why: with drafting off our server runs the plain server's GPU work, yet under continuous
 arrivals it made 0.83-0.86x of plain at 64 requests in session 6 with all three off paths.
@@ -58,6 +60,14 @@ PHASES = (
     ("process_decode", f"{RESULT_PROCESSOR}.process_batch_result_decode"),
     ("process_prefill", f"{RESULT_PROCESSOR}.process_batch_result_prefill"),
 )
+# phases whose prefill calls are also summed apart, under "<label>@prefill": the decode calls'
+# share is the label's time less that (GPU, session 59: at 128 requests goodput's spec_forward
+# took 1.16 ms a decode step more than EAGLE-3's, prefills and decodes mixed in one figure)
+PREFILL_SPLIT = ("run_batch", "spec_forward", "target_forward")
+PREFILL_SUFFIX = "@prefill"
+# the argument names that carry the batch in those methods (0.5.16: run_batch(batch),
+# forward_batch_generation(batch, forward_batch=...))
+BATCH_KWARGS = ("batch", "forward_batch")
 # a window shorter than this many decode steps is start-up or a lone request: not logged
 MIN_DECODE_STEPS = 20
 # idle for this long ends a window (between sweep levels); shorter gaps (one request replacing
@@ -326,14 +336,27 @@ def make_timed(label: str):
         try:
             return orig(*args, **kwargs)
         finally:
-            _clock.add(label, time.perf_counter() - t0)
+            took = time.perf_counter() - t0
+            _clock.add(label, took)
             try:
+                if label in PREFILL_SPLIT and is_prefill_call(args, kwargs):
+                    _clock.add(label + PREFILL_SUFFIX, took)
                 _after(label, args, kwargs)
             except Exception as exc:  # a diagnostic must never break serving
                 logger.debug("adaptive_spec phases: %r", exc)
 
     timed.__name__ = f"timed_{label}"
     return timed
+
+
+def is_prefill_call(args, kwargs) -> bool:
+    """Whether a clocked call ran a prefill: its batch's forward mode is EXTEND or MIXED (a
+    spec server's verify forward is TARGET_VERIFY, which SGLang also counts as an extend)."""
+    batch = next((kwargs[k] for k in BATCH_KWARGS if kwargs.get(k) is not None), None)
+    if batch is None and len(args) > 1:
+        batch = args[1]
+    mode = getattr(batch, "forward_mode", None)
+    return getattr(mode, "name", None) in ("EXTEND", "MIXED")
 
 
 def _after(label: str, args, kwargs) -> None:

@@ -11,7 +11,8 @@
 #      e.g. SYSTEMS=eagle3,adaptive-spec:forced-on,adaptive-spec:goodput CONC=128: whether our
 #      k = 3 step costs what EAGLE-3's does at 128 (session 59: goodput's took 7% longer);
 #      STACKS=1 adds the scheduler thread's stack samples (ADAPTIVE_SPEC_STACK_SAMPLER) of every
-#      server and their table near 127 running: which functions hold a step's host time.
+#      server and their table near 127 running: which functions hold a step's host time. Since
+#      session 60 the phase clocks' per-call table (decode and prefill calls apart) is printed.
 #   m1 | fs | ms | ...: session 48's and earlier calls (call_s48.sh), on the code as it stands.
 # Usage (repo root, .bundle and .device carried): [DIAL=0.7] bash scripts/device/call_s59.sh m4
 case "${1:-}" in
@@ -52,6 +53,8 @@ goodput_paired "$SWEPT" envelope plain eagle3 builtin-adaptive
 ( cd /tmp && python3 -m adaptive_spec.bench.sample_summary --realized \
     "$OUT/samples-$TAG-goodput.txt" ) 2>&1 | tail -30
 goodput_cost_model "$SWEPT"
+# since session 60: each server's decode and prefill calls apart (ms a call), at the top levels
+phases "/tmp/logs-$TAG-moe" --bands 60-64,120-128,240-256 --per-call | tail -13
 [ "${STACKS:-0}" = 1 ] && stacks "/tmp/logs-$TAG-moe" 127 | head -60
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$TAG"

@@ -197,3 +197,34 @@ def test_the_garbage_collector_and_the_threads_reach_the_tables(tmp_path):
     cols = dict(zip(head, row))
     assert (cols["gc"], cols["gc2"]) == ("1.00", "1")
     assert float(cols["other_cpu"]) == pytest.approx(0.15 / w["window_s"], abs=0.01)
+
+
+def test_per_call_splits_decode_calls_from_prefill_calls(tmp_path, capsys):
+    """The clocks' `<phase>@prefill` sums (since session 60) give each kind of call its own ms."""
+    t = iter(x * 0.01 for x in range(10_000))
+    clock = PhaseClock(rank=0, clock=lambda: next(t), drafting_count=lambda: 30)
+    clock.drafting_at_start = 0
+    for i in range(40):  # 40 decode calls of 8 ms, and a prefill call of 20 ms every 4th step
+        clock.add("spec_forward", 0.008)
+        clock.add("target_forward", 0.003)
+        if i % 4 == 0:
+            for label, s in (("spec_forward", 0.020), ("target_forward", 0.012)):
+                clock.add(label, s)
+                clock.add(label + "@prefill", s)
+        clock.on_decode_result(128)
+    log = tmp_path / "server-adaptive-spec_goodput.log"
+    log.write_text(clock.window_line() + "\n" + _line(128, 9.0))  # and a line from before the split
+    head, row = (ln.split() for ln in ps.per_call([log], ps.parse_bands("120-128")).splitlines())
+    cols = dict(zip(head, row))
+    assert row[:4] == ["adaptive-spec_goodput", "120-128", "1", "40"]  # the old line left out
+    assert cols["drafted"] == "0.75"
+    assert cols["spec_forward/decode"] == "8.00" and cols["spec_forward/prefill"] == "20.00"
+    assert cols["target_forward/decode"] == "3.00" and cols["target_forward/prefill"] == "12.00"
+    assert cols["run_batch/decode"] == "-"  # not clocked in this window
+    assert ps.main([str(log), "--per-call"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --per-call: needs --bands"
+    assert ps.main([str(log), "--bands", "120-128", "--per-call"]) == 0
+    assert "spec_forward/decode" in capsys.readouterr().out
+    old = tmp_path / "server-plain.log"
+    old.write_text(_line(128, 9.0))
+    assert "before session 60" in ps.per_call([old], ps.parse_bands("120-128"))

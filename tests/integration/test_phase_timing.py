@@ -172,6 +172,15 @@ def test_the_sglang_methods_clocked_exist_with_the_arguments_read():
 
     params = list(inspect.signature(SchedulerBatchResultProcessor.process_batch_result_decode).parameters)
     assert params[:2] == ["self", "batch"]  # _after reads the batch as the first argument
+    # is_prefill_call reads the batch as the first argument or by these names (BATCH_KWARGS)
+    from sglang.srt.managers.scheduler import Scheduler
+    from sglang.srt.managers.tp_worker import TpModelWorker
+    from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
+
+    for meth in (Scheduler.run_batch, EAGLEWorkerV2.forward_batch_generation):
+        assert list(inspect.signature(meth).parameters)[:2] == ["self", "batch"], meth
+    params = list(inspect.signature(TpModelWorker.forward_batch_generation).parameters)
+    assert params[:3] == ["self", "batch", "forward_batch"] and set(pt.BATCH_KWARGS) <= set(params)
 
 
 class Drafting:
@@ -269,3 +278,32 @@ def test_thread_cpu_is_read_from_each_tasks_stat_whatever_its_name(tmp_path):
     assert pt.thread_cpu_delta({11: ("python3", 1.0)}, snapshot, main_tid=11) == {
         "main": 3.0, "others": 0.5, "busiest_other": "odd (name) x:0.50"}
     assert pt.thread_cpu_seconds(str(tmp_path / "nope")) == {}
+
+
+def test_prefill_calls_are_also_summed_apart_decode_and_verify_calls_not(monkeypatch):
+    """Session 59: goodput's spec_forward took 1.16 ms a decode step more than EAGLE-3's at 128,
+    prefill and decode calls in one figure; the clocks now keep the prefill calls' share apart."""
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode
+
+    ticks = iter(range(100))
+    monkeypatch.setattr(pt, "_clock", pt.PhaseClock())
+    monkeypatch.setattr(pt.time, "perf_counter", lambda: float(next(ticks)))
+    spec, target = hook("spec_forward"), hook("target_forward")
+    extend, decode = SimpleNamespace(forward_mode=ForwardMode.EXTEND), SimpleNamespace(forward_mode=ForwardMode.DECODE)
+    verify = SimpleNamespace(forward_mode=ForwardMode.TARGET_VERIFY)  # is_extend() in SGLang
+    spec(lambda self, batch: None, "worker", extend)  # 1 s each call
+    spec(lambda self, batch: None, "worker", decode)
+    spec(lambda self, batch, on_publish=None: None, "worker", batch=SimpleNamespace(forward_mode=ForwardMode.MIXED))
+    target(lambda self, batch, **kw: None, "tp", extend, capture_hidden_mode=None)
+    target(lambda self, batch=None, forward_batch=None, **kw: None, "tp", batch=None, forward_batch=verify,
+           is_verify=True)
+    seconds, calls = pt._clock.seconds, pt._clock.calls
+    assert calls["spec_forward"] == 3 and calls["spec_forward@prefill"] == 2
+    assert seconds["spec_forward@prefill"] == 2.0
+    assert calls["target_forward"] == 2 and calls["target_forward@prefill"] == 1
+
+
+def test_a_batch_the_clock_cannot_read_counts_as_no_prefill():
+    assert not pt.is_prefill_call(("worker",), {})
+    assert not pt.is_prefill_call(("worker", object()), {})
+    assert not pt.is_prefill_call(("tp",), {"batch": None, "forward_batch": None})
