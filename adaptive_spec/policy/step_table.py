@@ -81,6 +81,15 @@ class StepTimeTable:
     # incumbent-stall`): every step 2x dearer for 200 decisions at 4 running, k = 3's recheck
     # within the stall let the jump stand and plain ran 1,999 of the 2,000 decisions after it
     # (0.919x of static k = 3).
+    # A jump of a cell that had samples at the sync before too (the k the policy runs) is held
+    # for one sync: its mean stays and the next sync's samples, which the chosen k brings at
+    # once, tell a stall (back within JUMP_RATIO: it merges as if it had not come) from a new
+    # cost (merged then, against the mean before the jump). Taken at once, a stall of a few
+    # steps made the policy leave its k until the recheck: GPU, session 60 (H100, MoE layout,
+    # 4 requests): ~100 ms of slow k = 3 steps (21-51 ms, then 13-14, against 5.8) moved the
+    # cell from 5.91 to 7.15 ms; plain ran 576 decisions (~1.5 s) before the recheck found
+    # k = 3 at 5.8 again, and goodput made 0.901x of EAGLE-3 on that 5-s level.
+    HOLD_SYNCS = 1
     JUMP_RATIO = 1.25
     JUMP_MIN_SAMPLES = 24.0
     RECHECK_SYNCS = 4
@@ -223,7 +232,10 @@ class StepTimeTable:
                 continue
             fresh = sums[i] / c
             old = self.mean[i]
+            sampled_before = self.fresh_at[i] == self.syncs - 1  # `syncs` is this merge's
             basis = self._merge_basis(i, fresh)
+            if sampled_before and self._jump_held(i):
+                continue
             if (self.count[i] == 0 or basis is None
                     or (ns[i] >= 2 and not 0.5 <= fresh / basis <= 2.0)):
                 # new, a jump these samples confirm, or a change too large for noise (a bad
@@ -237,6 +249,16 @@ class StepTimeTable:
             self.count[i] += ns[i]
             self.fresh_at[i] = self.syncs
             self.context_at[i] = context
+
+    def _jump_held(self, i: int) -> bool:
+        """Whether cell i's jump, recorded at this merge, is held (`HOLD_SYNCS`): its mean and
+        count stay, and it is marked fresh, so the next sync's samples settle the jump."""
+        if self.jumped_at[i] != self.syncs or self.jumped_from[i] <= 0.0 or self.HOLD_SYNCS < 1:
+            return False
+        self.moved[i] = 0.0
+        self.mean_before[i] = self.mean[i]
+        self.fresh_at[i] = self.syncs
+        return True
 
     def _merge_basis(self, i: int, fresh: float) -> Optional[float]:
         """The mean the fresh samples of cell i merge against: its mean, or the one before a

@@ -33,6 +33,7 @@ def well_measured_table():
 
 def test_samples_well_after_a_jump_that_read_as_before_merge_as_if_it_had_not_come():
     table = well_measured_table()
+    empty_syncs(table, 1)  # not sampled at the sync before: no hold (HOLD_SYNCS)
     merge_samples(table, 10.0, 32)  # the stall: 10 / 5.7 = 1.75 > 1.25
     # (0.9 x 12 x 5.7 + 32 x 10) / (10.8 + 32) = 381.56 / 42.8 = 8.915 ms: taken at once
     assert table.mean[table._i(BUCKET, K)] * 1000 == pytest.approx(8.915, abs=0.001)
@@ -107,6 +108,7 @@ def test_samples_as_dear_as_the_jump_within_recheck_syncs_do_not_decide():
     """The stall may still last (one of ~1 s spans many syncs while k keeps running): such
     samples merge against the jumped mean and the jump stays open."""
     table = well_measured_table()
+    empty_syncs(table, 1)  # not sampled at the sync before: no hold (HOLD_SYNCS)
     merge_samples(table, 10.0, 32)
     merge_samples(table, 9.5, 6)  # 9.5 > 1.25 x 5.7 = 7.125
     # (10.8 x 8.915 + 6 x 9.5) / 16.8 = 153.28 / 16.8 = 9.124 ms
@@ -207,3 +209,40 @@ def test_ranks_recheck_together():
     assert all(o is not None for o in out)
     assert out[0] == out[1] == out[2]
     assert out[0][0][3040:5040].count(0) <= 300
+
+
+def test_a_jump_of_the_k_that_runs_is_held_one_sync_and_a_stall_then_leaves_no_trace():
+    """Session 60 (H100, MoE layout, 4 requests): ~100 ms of slow k = 3 steps moved the chosen
+    cell 5.91 -> 7.15 ms and plain ran ~1.5 s until the recheck. A cell sampled at the sync
+    before (the k that runs) keeps its mean through its jump; the next sync decides."""
+    table = well_measured_table()  # k = 3 sampled at every sync
+    merge_samples(table, 10.0, 32)  # 1.75x: a jump, held
+    i = table._i(BUCKET, K)
+    assert table.mean[i] == pytest.approx(0.0057) and table.samples(BUCKET, K) == 40
+    assert table.merge_events == [(i, "jump")] and table.last_move(BUCKET, K) == 0.0
+    merge_samples(table, 5.8, 32)  # back: (10.8 x 5.7 + 32 x 5.8) / 42.8 = 5.775 ms
+    assert table.mean[i] * 1000 == pytest.approx(5.775, abs=0.001)
+    assert table.merge_events == [(i, "stall")] and table.jumped_from[i] == 0.0
+
+
+def test_a_held_jump_the_next_sync_repeats_is_followed():
+    table = well_measured_table()
+    merge_samples(table, 10.0, 32)  # held at 5.7
+    merge_samples(table, 9.5, 32)  # still dear: merged against the mean before the jump,
+    # (10.8 x 5.7 + 32 x 9.5) / 42.8 = 8.541 ms; the jump stays open for its recheck
+    i = table._i(BUCKET, K)
+    assert table.mean[i] * 1000 == pytest.approx(8.541, abs=0.001)
+    assert table.merge_events == [] and table.jumped_from[i] == pytest.approx(0.0057)
+
+
+def test_the_policy_keeps_its_k_through_a_stall_of_a_few_steps():
+    """Session 53's MoE table at 3-4 running, every step 3x dearer for 64 decisions from 3,000
+    while k = 3 runs: plain in the 2,000 decisions after (154 per seed before the hold, one
+    refresh's 7 or none with it). Simulated costs; no performance claim."""
+    loads = [4] * 5064
+    plain_after = []
+    for seed in range(3):
+        ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+        chosen, _, _ = run_switching(ctl, loads, stalled_costs(3000, 64, 3.0), 0.005, seed)
+        plain_after.append(chosen[3064:5064].count(0))
+    assert max(plain_after) <= 50, plain_after
