@@ -289,14 +289,16 @@ def test_prefill_calls_are_also_summed_apart_decode_and_verify_calls_not(monkeyp
     monkeypatch.setattr(pt, "_clock", pt.PhaseClock())
     monkeypatch.setattr(pt.time, "perf_counter", lambda: float(next(ticks)))
     spec, target = hook("spec_forward"), hook("target_forward")
-    extend, decode = SimpleNamespace(forward_mode=ForwardMode.EXTEND), SimpleNamespace(forward_mode=ForwardMode.DECODE)
+    extend = SimpleNamespace(forward_mode=ForwardMode.EXTEND)
+    decode = SimpleNamespace(forward_mode=ForwardMode.DECODE)
     verify = SimpleNamespace(forward_mode=ForwardMode.TARGET_VERIFY)  # is_extend() in SGLang
     spec(lambda self, batch: None, "worker", extend)  # 1 s each call
     spec(lambda self, batch: None, "worker", decode)
-    spec(lambda self, batch, on_publish=None: None, "worker", batch=SimpleNamespace(forward_mode=ForwardMode.MIXED))
+    mixed = SimpleNamespace(forward_mode=ForwardMode.MIXED)
+    spec(lambda self, batch, on_publish=None: None, "worker", batch=mixed)
     target(lambda self, batch, **kw: None, "tp", extend, capture_hidden_mode=None)
-    target(lambda self, batch=None, forward_batch=None, **kw: None, "tp", batch=None, forward_batch=verify,
-           is_verify=True)
+    target(lambda self, batch=None, forward_batch=None, **kw: None, "tp", batch=None,
+           forward_batch=verify, is_verify=True)
     seconds, calls = pt._clock.seconds, pt._clock.calls
     assert calls["spec_forward"] == 3 and calls["spec_forward@prefill"] == 2
     assert seconds["spec_forward@prefill"] == 2.0
