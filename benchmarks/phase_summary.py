@@ -33,6 +33,9 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+# the clocks' own names for the phases whose prefill calls they also sum apart (no SGLang import)
+from adaptive_spec.sglang_plugin.phase_timing import PREFILL_SPLIT as SPLIT, PREFILL_SUFFIX
+
 LINE = re.compile(r"adaptive_spec phases rank=(\d+) window_s=([\d.]+) decode_steps=(\d+) prefills=(\d+) "
                   r"mean_running=([\d.]+) ms_per_decode_step=(\{.*?\}) calls_per_decode_step=(\{.*?\})"
                   r"(?: drafting_steps=(\d+))?")
@@ -217,10 +220,6 @@ def fitted(logs: List[Path], bands: List[tuple], max_ms_per_step: Optional[float
     return _aligned(rows) if len(rows) > 1 else "(too few windows without drafting to fit in any band)"
 
 
-# phases whose prefill calls the clocks also sum apart ("<phase>@prefill", since session 60)
-SPLIT = ("run_batch", "spec_forward", "target_forward")
-
-
 def per_call(logs: List[Path], bands: List[tuple]) -> str:
     """Per server and band, over all its windows (drafting or not): wall ms a call of each
     SPLIT phase, decode calls and prefill calls apart (session 59: goodput's spec_forward at 128
@@ -230,7 +229,7 @@ def per_call(logs: List[Path], bands: List[tuple]) -> str:
     rows = [head]
     for p in logs:
         ws = [w for w in windows(p) if w["rank"] == 0 and w["decode_steps"] > 0
-              and any(c + "@prefill" in w["calls"] for c in SPLIT)]
+              and any(c + PREFILL_SUFFIX in w["calls"] for c in SPLIT)]
         for lo, hi in bands:
             sel = [w for w in ws if lo <= w["mean_running"] <= hi]
             n = sum(w["decode_steps"] for w in sel)
@@ -239,9 +238,10 @@ def per_call(logs: List[Path], bands: List[tuple]) -> str:
             cells = []
             for c in SPLIT:  # each window's figures are per decode step: weight by its steps
                 tot = sum(w["ms"].get(c, 0) * w["decode_steps"] for w in sel)
-                pre = sum(w["ms"].get(c + "@prefill", 0) * w["decode_steps"] for w in sel)
+                pre = sum(w["ms"].get(c + PREFILL_SUFFIX, 0) * w["decode_steps"] for w in sel)
                 calls = sum(w["calls"].get(c, 0) * w["decode_steps"] for w in sel)
-                pre_calls = sum(w["calls"].get(c + "@prefill", 0) * w["decode_steps"] for w in sel)
+                pre_calls = sum(w["calls"].get(c + PREFILL_SUFFIX, 0) * w["decode_steps"]
+                                for w in sel)
                 dec_calls = calls - pre_calls
                 cells += [_opt((tot - pre) / dec_calls if dec_calls > 0 else None, ".2f"),
                           _opt(pre / pre_calls if pre_calls > 0 else None, ".2f")]
