@@ -35,9 +35,11 @@ class SlowResults:
     """A controller wall listener: (batch size, steps, the result's wall seconds, mode)."""
 
     def __init__(self, clock: Callable[[], float] = time.time,
-                 built_since: Callable[[float], Optional[int]] = kernel_builds.built_since):
+                 built_since: Callable[[float], Optional[int]] = kernel_builds.built_since,
+                 names_since: Callable[[float], list] = kernel_builds.names_since):
         self.clock = clock
         self.built_since = built_since
+        self.names_since = names_since
         self.count = 0
         self.last_logged: Optional[dict] = None  # the latest slow result a line was logged for
         self._last_line = -math.inf
@@ -58,6 +60,10 @@ class SlowResults:
                        "slow result %d since start; Triton kernels built meanwhile, any process: "
                        "%s)", seconds * 1000, batch_size, steps, mode or "-", self.count,
                        "no cache to read" if builds is None else builds)
+        if builds:  # which kernels: a second line, so the first keeps its form
+            names = self.names_since(now - seconds)
+            logger.warning("adaptive_spec: Triton kernels built in that %.0f-ms result: %s",
+                           seconds * 1000, ", ".join(names) or "-")
 
     def status(self) -> dict:
         return {"count": self.count, "threshold_ms": round(SLOW_RESULT_S * 1000, 1),

@@ -44,3 +44,21 @@ def test_the_walk_stops_at_its_bound(monkeypatch, tmp_path):
         make_entry(tmp_path, f"k{i}", 500.0)
     monkeypatch.setattr(kernel_builds, "MAX_ENTRIES_READ", 3)
     assert kernel_builds.built_since(0.0, str(tmp_path)) == 3
+
+
+def test_the_entries_written_since_the_moment_are_named_by_their_kernel(tmp_path):
+    """Session 60: each of goodput's cold-start slow results met 1-2 builds; the names say which."""
+    for name, files, mtime in (("A", ["__grp___fwd_kernel.json", "_fwd_kernel.cubin"], 300.0),
+                               ("B", ["__triton_launcher.so"], 301.0),
+                               ("C", ["__grp__old_kernel.json"], 100.0)):
+        path = tmp_path / name
+        path.mkdir()
+        for f in files:
+            (path / f).write_text("x")
+        os.utime(path, (mtime, mtime))
+    (tmp_path / "D").mkdir()
+    os.utime(tmp_path / "D", (302.0, 302.0))  # an empty entry: its directory's name
+    assert kernel_builds.names_since(200.0, str(tmp_path)) == ["D", "__triton_launcher.so",
+                                                              "_fwd_kernel"]
+    assert len(kernel_builds.names_since(200.0, str(tmp_path), limit=2)) == 2
+    assert kernel_builds.names_since(0.0, str(tmp_path / "absent")) == []

@@ -74,3 +74,19 @@ def test_its_status_counts_them_and_keeps_the_last_one_logged():
     listener(64, 3, 0.09, "on")  # within the second: counted, not logged
     assert listener.status() == {"count": 2, "threshold_ms": 80.0, "last_logged": {
         "ms": 1735.4, "running": 64, "steps": 0, "mode": "off", "kernels_built": 4}}
+
+
+def test_the_kernels_built_are_named_on_a_second_line_when_there_were_any(caplog):
+    clock, asked = FakeClock(), []
+    listener = SlowResults(clock=clock, built_since=lambda t: 2,
+                           names_since=lambda t: asked.append(t) or ["_fwd_kernel", "fused_moe"])
+    with caplog.at_level(logging.WARNING, logger="adaptive_spec"):
+        listener(128, 3, 0.264, "on")
+        clock.now += 2.0
+        listener.built_since = lambda t: 0
+        listener(128, 3, 0.121, "on")  # no build: no names line
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 3 and asked == [1000.0 - 0.264]
+    assert lines[0].endswith("any process: 2)")  # the first line keeps its form
+    assert lines[1] == ("adaptive_spec: Triton kernels built in that 264-ms result: "
+                        "_fwd_kernel, fused_moe")
