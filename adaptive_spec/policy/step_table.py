@@ -88,8 +88,7 @@ class StepTimeTable:
     # steps made the policy leave its k until the recheck: GPU, session 60 (H100, MoE layout,
     # 4 requests): ~100 ms of slow k = 3 steps (21-51 ms, then 13-14, against 5.8) moved the
     # cell from 5.91 to 7.15 ms; plain ran 576 decisions (~1.5 s) before the recheck found
-    # k = 3 at 5.8 again, and goodput made 0.901x of EAGLE-3 on that 5-s level.
-    HOLD_SYNCS = 1
+    # k = 3 at 5.8 again, and goodput made 0.901x of EAGLE-3 on that 5-s level (`_jump_held`).
     JUMP_RATIO = 1.25
     JUMP_MIN_SAMPLES = 24.0
     RECHECK_SYNCS = 4
@@ -251,9 +250,9 @@ class StepTimeTable:
             self.context_at[i] = context
 
     def _jump_held(self, i: int) -> bool:
-        """Whether cell i's jump, recorded at this merge, is held (`HOLD_SYNCS`): its mean and
+        """Whether cell i's jump, recorded at this merge, is held for one sync: its mean and
         count stay, and it is marked fresh, so the next sync's samples settle the jump."""
-        if self.jumped_at[i] != self.syncs or self.jumped_from[i] <= 0.0 or self.HOLD_SYNCS < 1:
+        if self.jumped_at[i] != self.syncs or self.jumped_from[i] <= 0.0:
             return False
         self.moved[i] = 0.0
         self.mean_before[i] = self.mean[i]

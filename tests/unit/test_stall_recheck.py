@@ -33,7 +33,7 @@ def well_measured_table():
 
 def test_samples_well_after_a_jump_that_read_as_before_merge_as_if_it_had_not_come():
     table = well_measured_table()
-    empty_syncs(table, 1)  # not sampled at the sync before: no hold (HOLD_SYNCS)
+    empty_syncs(table, 1)  # not sampled at the sync before: no hold (`_jump_held`)
     merge_samples(table, 10.0, 32)  # the stall: 10 / 5.7 = 1.75 > 1.25
     # (0.9 x 12 x 5.7 + 32 x 10) / (10.8 + 32) = 381.56 / 42.8 = 8.915 ms: taken at once
     assert table.mean[table._i(BUCKET, K)] * 1000 == pytest.approx(8.915, abs=0.001)
@@ -108,7 +108,7 @@ def test_samples_as_dear_as_the_jump_within_recheck_syncs_do_not_decide():
     """The stall may still last (one of ~1 s spans many syncs while k keeps running): such
     samples merge against the jumped mean and the jump stays open."""
     table = well_measured_table()
-    empty_syncs(table, 1)  # not sampled at the sync before: no hold (HOLD_SYNCS)
+    empty_syncs(table, 1)  # not sampled at the sync before: no hold (`_jump_held`)
     merge_samples(table, 10.0, 32)
     merge_samples(table, 9.5, 6)  # 9.5 > 1.25 x 5.7 = 7.125
     # (10.8 x 8.915 + 6 x 9.5) / 16.8 = 153.28 / 16.8 = 9.124 ms
