@@ -13,8 +13,11 @@
 #      STACKS=1 adds the scheduler thread's stack samples (ADAPTIVE_SPEC_STACK_SAMPLER) of every
 #      server and their table near 127 running: which functions hold a step's host time. Since
 #      session 60 the phase clocks' per-call table (decode and prefill calls apart) is printed.
+#      Since session 61 LAYOUT=ds runs the same on the 16-layer DeepSeek-V3 layout (MLA + MoE;
+#      issue 10's second shape, never swept with the built-in mode) instead of Qwen3-MoE.
 #   m1 | fs | ms | ...: session 48's and earlier calls (call_s48.sh), on the code as it stands.
-# Usage (repo root, .bundle and .device carried): [DIAL=0.7] bash scripts/device/call_s59.sh m4
+# Usage (repo root, .bundle and .device carried):
+#   [DIAL=0.7] [LAYOUT=moe|ds] bash scripts/device/call_s59.sh m4
 case "${1:-}" in
 m4) ;;
 *) exec bash scripts/device/call_s48.sh "$@" ;;
@@ -24,10 +27,16 @@ source scripts/device/common.sh
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"  # RUN_FLAGS add its decision log
 dial_draft m4
-PAIR=/tmp/moe-16
+LAYOUT=${LAYOUT:-moe}
+case "$LAYOUT" in
+moe) PRESET=qwen3-moe ;;
+ds) PRESET=deepseek-v3 ;;
+*) echo "LAYOUT must be moe or ds, not '$LAYOUT'" >&2; exit 2 ;;
+esac
+PAIR=/tmp/$LAYOUT-16
 pinned_setup "$TAG"
-build_pair "$PAIR" "$DRAFT" --preset qwen3-moe --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }
-say "model built"
+build_pair "$PAIR" "$DRAFT" --preset "$PRESET" --layers 16 || { tail -30 "$OUT/build.log"; exit 3; }
+say "model built ($PRESET, 16 layers)"
 export ADAPTIVE_SPEC_SAMPLE_LOG=1
 [ "${STACKS:-0}" = 1 ] && export ADAPTIVE_SPEC_STACK_SAMPLER=1
 GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
@@ -37,16 +46,16 @@ say "${GPU_MIB} MiB of GPU memory: servers start $START"
 IFS=, read -ra ALL <<< "${SYSTEMS:-$FOUR}"
 N=${ROTATE:-0}; ORDERED=$(IFS=,; echo "${ALL[*]:N},${ALL[*]:0:N}"); ORDERED=${ORDERED%,}
 say "systems in order: $ORDERED"
-sweep 0 "$TAG-moe" "$PAIR/target" "$PAIR/draft-${DRAFT/:/-}" "$ORDERED" \
+sweep 0 "$TAG-$LAYOUT" "$PAIR/target" "$PAIR/draft-${DRAFT/:/-}" "$ORDERED" \
   --concurrency "${CONC:-$LEVELS}" --repeat "${PASSES:-1}" --start-mode "$START" \
   --start-timeout-s 360 ${LEVEL_S:+--time-budget-s "$LEVEL_S"} --system-args "$GOODPUT" \
   > "/tmp/tail-$TAG.txt"
-keep_ours_logs "$TAG" moe
+keep_ours_logs "$TAG" "$LAYOUT"
 for s in forced-on forced-off; do  # an empty file for one not in this run
   [[ ",$ORDERED," == *",adaptive-spec:$s,"* ]] || rm -f "$OUT/samples-$TAG-$s.txt"
 done
 report "$TAG-" "logs-$TAG.tar.xz" "/tmp/tail-$TAG.txt"
-SWEPT=$OUT/sweep-$TAG-moe.json
+SWEPT=$OUT/sweep-$TAG-$LAYOUT.json
 goodput_paired "$SWEPT" envelope plain eagle3 builtin-adaptive
 ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$SWEPT" --system builtin-adaptive \
     --of envelope ) 2>&1 | tail -8
@@ -54,7 +63,7 @@ goodput_paired "$SWEPT" envelope plain eagle3 builtin-adaptive
     "$OUT/samples-$TAG-goodput.txt" ) 2>&1 | tail -30
 goodput_cost_model "$SWEPT"
 # since session 60: each server's decode and prefill calls apart (ms a call), at the top levels
-phases "/tmp/logs-$TAG-moe" --bands 60-64,120-128,240-256 --per-call | tail -13
-[ "${STACKS:-0}" = 1 ] && stacks "/tmp/logs-$TAG-moe" 127 | head -60
+phases "/tmp/logs-$TAG-$LAYOUT" --bands 60-64,120-128,240-256 --per-call | tail -13
+[ "${STACKS:-0}" = 1 ] && stacks "/tmp/logs-$TAG-$LAYOUT" 127 | head -60
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$TAG"
