@@ -26,6 +26,17 @@ The ladder: powers of two and their 1.5x midpoints from 16 tokens, each also one
 shorter (Triton specialises integer arguments on divisibility by 16), up to the smaller of
 the token cap and the context length. Random token ids; greedy; one new token, so no decode
 step runs.
+
+Since session 61 the ladder runs twice: once as fresh prompts, once after a cached prefix (a
+SMALLEST-token prompt prefilled first, then that prompt followed by each length, which the
+radix cache turns into an extend with a prefix). A full catch-up always extends with a prefix,
+and some models take another path then: SGLang's DeepSeek-V3 attention on the Triton backend
+runs the MHA form for a prefill without a prefix and the MLA form with one
+(`handle_attention_triton`), so the fresh ladder never built the MLA extend kernel. GPU,
+session 61 (DeepSeek-V3 layout, H100): the first full catch-up, 1,240 tokens over 16
+requests, held the host 1.27 s while Triton built `_fwd_kernel` (the extend attention),
+named by the slow-result line. Without a radix cache the second ladder finds no prefix and
+only repeats the first.
 """
 
 from __future__ import annotations
@@ -61,26 +72,48 @@ def largest_size(server_args, context_len: int) -> int:
 
 
 async def warm_extend_shapes(disaggregation_mode: str, tokenizer_manager) -> None:
-    from sglang.srt.managers.io_struct import GenerateReqInput
-
     if disaggregation_mode != "null":  # a PD server's prefills need a bootstrap peer
         logger.warning("adaptive_spec: extend warm-up skipped on a disaggregated server")
         return
-    sizes = ladder(largest_size(tokenizer_manager.server_args, tokenizer_manager.context_len))
+    largest = largest_size(tokenizer_manager.server_args, tokenizer_manager.context_len)
+    sizes = ladder(largest)
     vocab = max(2, min(int(tokenizer_manager.model_config.vocab_size), 32000))
     rng = random.Random(0)
+
+    def prompt(n: int) -> List[int]:
+        return [rng.randrange(1, vocab) for _ in range(n)]
+
     for size in sizes:
-        req = GenerateReqInput(input_ids=[rng.randrange(1, vocab) for _ in range(size)],
-                               sampling_params={"max_new_tokens": 1, "temperature": 0.0})
-        try:
-            async for _ in tokenizer_manager.generate_request(req, None):
-                pass
-        except Exception as exc:  # noqa: BLE001 - a warm-up must never keep the server from starting
-            logger.warning("adaptive_spec: extend warm-up stopped at %d tokens (%r); larger sizes "
-                           "build their kernels at first use", size, exc)
+        if not await _prefill(tokenizer_manager, prompt(size), f"{size} tokens"):
             return
-    logger.info("adaptive_spec: extend kernels warmed for %d prompt lengths, %d to %d tokens",
-                len(sizes), sizes[0], sizes[-1])
+    after = ladder(largest - SMALLEST) if largest >= 2 * SMALLEST else []
+    prefix = prompt(SMALLEST)  # cached by its own prefill, then the prefix of every length
+    if after and not await _prefill(tokenizer_manager, prefix, "the cached prefix"):
+        return
+    for size in after:
+        if not await _prefill(tokenizer_manager, prefix + prompt(size),
+                              f"{size} tokens after a cached prefix"):
+            return
+    logger.info("adaptive_spec: extend kernels warmed for %d prompt lengths, %d to %d tokens, "
+                "and %d lengths after a cached %d-token prefix", len(sizes), sizes[0], sizes[-1],
+                len(after), SMALLEST)
+
+
+async def _prefill(tokenizer_manager, input_ids: List[int], what: str) -> bool:
+    """One greedy one-token prefill of `input_ids`. False: it failed (logged): the warm-up stops
+    there, and what it did not reach builds its kernels at first use."""
+    from sglang.srt.managers.io_struct import GenerateReqInput
+
+    req = GenerateReqInput(input_ids=input_ids,
+                           sampling_params={"max_new_tokens": 1, "temperature": 0.0})
+    try:
+        async for _ in tokenizer_manager.generate_request(req, None):
+            pass
+    except Exception as exc:  # noqa: BLE001 - a warm-up must never keep the server from starting
+        logger.warning("adaptive_spec: extend warm-up stopped at %s (%r); the rest builds its "
+                       "kernels at first use", what, exc)
+        return False
+    return True
 
 
 def add_by_default(server_args, cfg) -> bool:

@@ -49,11 +49,24 @@ def test_it_is_registered_in_sglangs_warmups_and_prefills_each_length_once(caplo
     caplog.set_level("INFO", logger="adaptive_spec")
     asyncio.run(sglang_warmup.execute_warmups("null", [extend_warmup.NAME], tm))
     assert fn is extend_warmup.warm_extend_shapes
-    lengths = [len(r.input_ids) for r in tm.seen]
-    assert lengths == extend_warmup.ladder(192)
+    n = len(extend_warmup.ladder(192))
+    fresh, prefix, after = tm.seen[:n], tm.seen[n], tm.seen[n + 1:]
+    assert [len(r.input_ids) for r in fresh] == extend_warmup.ladder(192)
+    # then the ladder again after a cached prefix: the path a full catch-up's extend takes
+    assert len(prefix.input_ids) == extend_warmup.SMALLEST
+    assert [len(r.input_ids) - 16 for r in after] == extend_warmup.ladder(176)
+    assert all(r.input_ids[:16] == prefix.input_ids for r in after)
+    assert all(len(r.input_ids) <= 192 for r in tm.seen)
     assert all(isinstance(r, GenerateReqInput) and r.sampling_params["max_new_tokens"] == 1 for r in tm.seen)
     assert all(0 < t < 50 for r in tm.seen for t in r.input_ids)
     assert "extend kernels warmed for" in caplog.text
+    assert "lengths after a cached 16-token prefix" in caplog.text
+
+
+def test_a_context_too_short_for_a_prefix_and_a_length_warms_fresh_prompts_only():
+    tm = FakeTokenizerManager(context_len=30)  # largest 22: no length fits after 16 tokens
+    asyncio.run(extend_warmup.warm_extend_shapes("null", tm))
+    assert [len(r.input_ids) for r in tm.seen] == extend_warmup.ladder(22) == [15, 16, 22]
 
 
 def test_a_disaggregated_server_skips_it():
