@@ -39,7 +39,7 @@ class FakeTokenizerManager:
         yield {"text": ""}
 
 
-def test_it_is_registered_in_sglangs_warmups_and_prefills_each_length_once(caplog):
+def test_it_is_registered_and_prefills_each_length_fresh_then_after_a_cached_prefix(caplog):
     from sglang.srt.entrypoints import warmup as sglang_warmup
     from sglang.srt.managers.io_struct import GenerateReqInput
 
