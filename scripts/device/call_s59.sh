@@ -54,7 +54,9 @@ keep_ours_logs "$TAG" "$LAYOUT"
 for s in forced-on forced-off; do  # an empty file for one not in this run
   [[ ",$ORDERED," == *",adaptive-spec:$s,"* ]] || rm -f "$OUT/samples-$TAG-$s.txt"
 done
-report "$TAG-" "logs-$TAG.tar.xz" "/tmp/tail-$TAG.txt"
+# this layout's logs only: a warm machine keeps an earlier call's (session 61's call 3 packed
+# call 1's)
+report "$TAG-$LAYOUT" "logs-$TAG-$LAYOUT.tar.xz" "/tmp/tail-$TAG.txt"
 SWEPT=$OUT/sweep-$TAG-$LAYOUT.json
 goodput_paired "$SWEPT" envelope plain eagle3 builtin-adaptive
 ( cd /tmp && python3 -m adaptive_spec.bench.cli paired "$SWEPT" --system builtin-adaptive \

@@ -2,6 +2,7 @@
 dial table from the committed sweeps, and the continuous-arrival probe against a FAKE server."""
 import argparse
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +124,20 @@ def test_a_sweeps_log_dir_drops_an_earlier_calls_logs_once_per_call(tmp_path):
     assert (logs / "server-plain.log").read_text() == "call 100's lines\n"
     fresh("200")  # the next call starts empty
     assert logs.is_dir() and not (logs / "server-plain.log").exists()
+
+
+def test_the_log_report_shows_the_warm_up_and_the_kernels_a_slow_result_built(tmp_path):
+    """Session 61: a catch-up's kernel build on the DeepSeek-V3 layout was found in the packed
+    logs, not in the call's tail; the report now prints those lines (and the extend warm-up's)."""
+    log = tmp_path / "server-adaptive-spec_goodput.log"
+    log.write_text(
+        "[t] adaptive_spec: extend kernels warmed for 33 prompt lengths, 15 to 4088 tokens\n"
+        "[t] adaptive_spec: Triton kernels built in that 1273-ms result: _fwd_kernel\n"
+        "[t] Decode batch, #running-req: 16\n")
+    fn = re.search(r"^log_report\(\) \{.*?^\}", (DEVICE / "common.sh").read_text(), re.S | re.M)
+    script = fn.group(0) + '\npack_logs() { :; }\nlog_report archive.tar.xz "$1"\n'
+    r = subprocess.run(["bash", "-c", script, "bash", str(log)], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "extend kernels warmed" in r.stdout and "built in that 1273-ms result" in r.stdout
+    assert "Decode batch" not in r.stdout
