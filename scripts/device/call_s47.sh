@@ -11,8 +11,13 @@
 #      H200's four systems with 256.
 #   ms (~9 min) issue 10's sweep, the same on the 16-layer Qwen3-MoE layout (last swept at 1-256
 #      in sessions 4 and 16, prefill graphs off; 4 / 16 alone on SGLang's defaults, session 35).
+#   START=serial (since session 61) starts the servers one after another, each alone on the GPU:
+#      an H100 then runs all four systems, 256 included, e.g. CONC=64,128,256 START=serial
+#      bash scripts/device/call_s47.sh fs (~7 min: each start costs a minute; at 1-256 the call
+#      outlasts a device command's 10 minutes). Not run yet.
 #   kd | lv | il | sv | ds | r64 | rc | rs | ...: sessions 37-46's calls.
-# Usage (repo root, .bundle and .device carried): [DIAL=0.9] bash scripts/device/call_s47.sh fs|ms
+# Usage (repo root, .bundle and .device carried):
+#   [DIAL=0.9] [START=serial] bash scripts/device/call_s47.sh fs|ms
 case "${1:-}" in
 fs|ms) ;;
 *) exec bash scripts/device/call_s46.sh "$@" ;;
@@ -36,18 +41,22 @@ fi
 export ADAPTIVE_SPEC_SAMPLE_LOG=1
 SYSTEMS=${SYSTEMS:-$FOUR}
 GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
-if [ "${GPU_MIB:-0}" -lt 100000 ]; then  # an H100: three 8B servers fit, sized for 128 (session 47)
+START=${START:-parallel}
+case "$START" in parallel|serial) ;; *) echo "START must be parallel or serial" >&2; exit 2 ;; esac
+if [ "${GPU_MIB:-0}" -lt 100000 ] && [ "$START" = parallel ]; then
+  # an H100 with the servers side by side: three 8B servers fit, sized for 128 (session 47)
   [ "$SYSTEMS" = "$FOUR" ] && SYSTEMS=plain,eagle3,adaptive-spec:goodput
   CONC=${CONC:-1,4,16,32,64,128}; say "${GPU_MIB} MiB of GPU memory: $SYSTEMS at $CONC"
 fi
 sweep 0 "$TAG-$KIND" "$PAIR/target" "$PAIR/draft-${DRAFT/:/-}" "$SYSTEMS" \
   --concurrency "${CONC:-1,4,16,32,64,128,256}" --repeat "${PASSES:-1}" --start-timeout-s 360 \
+  --start-mode "$START" \
   ${LEVEL_S:+--time-budget-s "$LEVEL_S"} --system-args "$GOODPUT" > "/tmp/tail-$TAG.txt"
 keep_ours_logs "$TAG" "$KIND"
 for s in forced-on forced-off; do  # an empty file for one not in this run
   [[ ",$SYSTEMS," == *",adaptive-spec:$s,"* ]] || rm -f "$OUT/samples-$TAG-$s.txt"
 done
-report "$TAG-" "logs-$TAG.tar.xz" "/tmp/tail-$TAG.txt"
+report "$TAG-$KIND" "logs-$TAG-$KIND.tar.xz" "/tmp/tail-$TAG.txt"  # this pair's logs only
 SWEPT=$OUT/sweep-$TAG-$KIND.json
 goodput_paired "$SWEPT" envelope plain eagle3
 [[ "$SYSTEMS" == *builtin-adaptive* ]] && goodput_paired "$SWEPT" builtin-adaptive
