@@ -35,8 +35,8 @@ runs the MHA form for a prefill without a prefix and the MLA form with one
 (`handle_attention_triton`), so the fresh ladder never built the MLA extend kernel. GPU,
 session 61 (DeepSeek-V3 layout, H100): the first full catch-up, 1,240 tokens over 16
 requests, held the host 1.27 s while Triton built `_fwd_kernel` (the extend attention),
-named by the slow-result line. Without a radix cache the second ladder finds no prefix and
-only repeats the first.
+named by the slow-result line. Without a radix cache (`--disable-radix-cache`) no prompt
+finds a cached prefix, so the second ladder is left out there.
 """
 
 from __future__ import annotations
@@ -86,7 +86,8 @@ async def warm_extend_shapes(disaggregation_mode: str, tokenizer_manager) -> Non
     for size in sizes:
         if not await _prefill(tokenizer_manager, prompt(size), f"{size} tokens"):
             return
-    after = ladder(largest - SMALLEST) if largest >= 2 * SMALLEST else []
+    prefix_cached = not getattr(tokenizer_manager.server_args, "disable_radix_cache", False)
+    after = ladder(largest - SMALLEST) if prefix_cached and largest >= 2 * SMALLEST else []
     prefix = prompt(SMALLEST)  # cached by its own prefill, then the prefix of every length
     if after and not await _prefill(tokenizer_manager, prefix, "the cached prefix"):
         return

@@ -69,6 +69,13 @@ def test_a_context_too_short_for_a_prefix_and_a_length_warms_fresh_prompts_only(
     assert [len(r.input_ids) for r in tm.seen] == extend_warmup.ladder(22) == [15, 16, 22]
 
 
+def test_without_a_radix_cache_no_prompt_is_sent_after_a_prefix_that_cannot_be_cached():
+    tm = FakeTokenizerManager()
+    tm.server_args.disable_radix_cache = True
+    asyncio.run(extend_warmup.warm_extend_shapes("null", tm))
+    assert [len(r.input_ids) for r in tm.seen] == extend_warmup.ladder(192)
+
+
 def test_a_disaggregated_server_skips_it():
     tm = FakeTokenizerManager()
     asyncio.run(extend_warmup.warm_extend_shapes("prefill", tm))
