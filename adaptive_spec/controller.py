@@ -264,13 +264,14 @@ class Controller:
         if not self._prefill_results_reported:
             self._unsampled = 2
 
-    def on_prefill_result(self, admitted: int = 0) -> None:
+    def on_prefill_result(self, admitted: int = 0, decoding: Optional[int] = None) -> None:
         """A prefill's result was processed: the next decode result's wall time is measured
         from here, so it is that decode step's own cost. Dropping the decode results around
         each prefill instead starved the busy batches of samples (GPU, session 5: at 128-256
         requests a prefill every 1-3 decode steps, so almost every sample of a drafting cell
         was dropped, its probes never filled it, and the server kept probing it every 16
-        steps, 0.64x of EAGLE-3 at 128 requests on dial 0.9)."""
+        steps, 0.64x of EAGLE-3 at 128 requests on dial 0.9). `decoding`: how many of the
+        `admitted` go on to decode (None: all); only those count in the request length."""
         self._prefill_results_reported = True
         self._unsampled = 0
         self._extend_launched = False  # its launch went into this interval, not a decode one
@@ -280,7 +281,7 @@ class Controller:
         admit = getattr(self.policy, "observe_admitted", None)
         if admit is not None:  # every admission, also where its time is not priced below
             try:
-                admit(admitted)
+                admit(admitted if decoding is None else min(admitted, decoding))
             except Exception as exc:  # bookkeeping: never a reason to stop serving
                 self.fail(f"prefill hook: {exc!r}")
         # the wall time since the last result is this prefill's, taken from the decode batch

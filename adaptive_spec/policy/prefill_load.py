@@ -122,6 +122,22 @@ as a batch of its own does: L is then decode tokens per prefill entry, what the 
 While a level's requests have not begun to finish, the prefills the term predicts are missing
 from the wall times: the realized rate waits for them (`turnover_begun`).
 
+Only requests that go on to decode count in L (session 62): one finished by its prefill's token
+(`max_new_tokens` 1, as the extend warm-up's 67 prefills at start; a prefill-only client) brings
+no decode token and frees no decode slot, so counted it only shortened L and raised a_k for every
+k, plain's most (1 - exp(-a) saturates). GPU, session 62 (H100, DeepSeek-V3 layout, 64 requests:
+a warm-up wave of 128-token requests, then the level's 96-288): L read 139 at the run's end; the
+term put plain's prefills at 3.1 ms a step and k = 3's at 7.1, where the plain server's phase
+clocks read 8.8 ms a step with its prefills beside ~7.2-ms decode steps. k = 3 read 1.03x of
+plain as the level began, then 0.97-0.98x, held there by the switch margin; goodput made 0.926x
+of plain. Its final model re-priced by hand (session 62's readings): k = 3 at 1.000x of plain
+at L = 139, 0.983x at 192 with the run's realized ratio for k = 3 (1.029, itself read against
+the longer term), 0.955x with that at 1. Simulated (`policy_sim.py --only start-ladder`, the
+warm-up's prefills before the sweep): at 64, where plain leads by 4-5%, the old count drafted 893
+of 900 decisions in 3 of 6 runs (0.940-0.944x of the better static choice), this one 0-43
+(0.990-0.998x). The hook counts a prefill's requests not finished after it
+(`Controller.on_prefill_result`'s `decoding`).
+
 Tensor parallel: the prefill seconds are each rank's own wall time; like the step times they
 are merged only at the policy's syncs through its reducer (an all-reduce mean), so every rank
 reads the same values. Admissions and accept lengths are rank-identical already, and so is
@@ -260,8 +276,9 @@ class PrefillLoad:
             self._local_launch[1][i] += 1.0
 
     def on_admitted(self, admitted: int) -> None:
-        """A prefill's result admitted `admitted` new requests: every one counts in
-        `request_length`, waves and prefills beside an unsteady step or after an idle gap too.
+        """A prefill's result admitted `admitted` new requests that go on to decode: every one
+        counts in `request_length`, waves and prefills beside an unsteady step or after an idle
+        gap too (one finished by its prefill does not: the module doc, "Arrivals predicted").
         Past LENGTH_MEMORY both sums are scaled back to it, a decay at the admissions' pace."""
         if admitted <= 0:
             return

@@ -57,12 +57,16 @@ def after_get_next_batch_to_run(result, sched, *args, **kwargs):
 def after_process_batch_result_prefill(ret, processor, *args, **kwargs):
     """AFTER hook on SchedulerBatchResultProcessor.process_batch_result_prefill(batch, result):
     the next decode result's step time starts here, and the time since the last result was
-    this prefill's, with len(batch.reqs) new requests (see Controller.on_prefill_result)."""
+    this prefill's, with len(batch.reqs) new requests (see Controller.on_prefill_result), of
+    which those not finished by their prefill's token go on to decode. SGLang has set each
+    request's finish state by now (`update_finish_state` in the method hooked)."""
     ctl = get_controller()
     if ctl is not None:
         try:
             batch = args[0] if args else kwargs.get("batch")
-            ctl.on_prefill_result(len(getattr(batch, "reqs", None) or ()))
+            reqs = getattr(batch, "reqs", None) or ()
+            decoding = sum(1 for req in reqs if not req.finished())
+            ctl.on_prefill_result(len(reqs), decoding=decoding)
         except Exception as exc:
             ctl.fail(f"prefill result hook: {exc!r}")
     return None

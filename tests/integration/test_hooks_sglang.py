@@ -163,6 +163,23 @@ def test_a_prefill_result_restarts_the_decode_step_time(monkeypatch):
     assert len(seen) == 1 and 0 <= seen[0] <= timed_at - marked + 1e-9  # timed from the prefill
 
 
+def test_a_prefill_result_tells_how_many_of_its_requests_go_on_to_decode(monkeypatch):
+    """SGLang has set each request's finish state when the hook runs: a request finished by its
+    prefill's token (max_new_tokens 1, as the extend warm-up's) is admitted but does not count
+    in the request length (prefill_load.py, "Arrivals predicted")."""
+    from sglang.srt.managers.schedule_batch import FINISH_LENGTH, ScheduleBatch
+    from sglang.srt.managers.utils import GenerationBatchResult
+
+    install(monkeypatch, AdaptiveSpecConfig(policy="goodput"))
+    ctl = state.get_controller()
+    reqs = [make_req(f"r{i}", 8) for i in range(3)]
+    reqs[1].finished_reason = FINISH_LENGTH(1)
+    result = GenerationBatchResult(speculative_num_draft_tokens=1,
+                                   num_correct_drafts_per_req_cpu=[0, 0, 0])
+    after_process_batch_result_prefill(None, None, ScheduleBatch(reqs=reqs), result)
+    assert ctl.policy.prefill.length_admitted == 2
+
+
 def test_every_decode_result_is_timed_when_sglang_has_processed_it(monkeypatch):
     """A spec result's step time is read at the end of SGLang's processing of it, as a plain
     result's and a prefill's: read where its accept lengths reach the CPU (before the

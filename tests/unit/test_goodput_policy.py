@@ -1084,6 +1084,19 @@ def test_every_admission_counts_in_the_request_length_also_where_its_time_is_not
     assert ctl.policy.prefill.length_admitted == 64
 
 
+def test_requests_finished_by_their_prefill_do_not_count_in_the_request_length():
+    """The extend warm-up's 67 one-token prefills at start, and a prefill-only client's
+    requests, decode nothing: counted, they shortened L (GPU, session 62, H100, DeepSeek-V3
+    layout: 139 at the run's end) and raised every k's predicted arrivals, plain's most."""
+    ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    ctl.on_snapshot(LoadSnapshot(running=0))
+    ctl.on_prefill_result(67, decoding=0)  # the warm-up's ladder: none goes on to decode
+    assert ctl.policy.prefill.length_admitted == 0
+    ctl.on_prefill_result(5, decoding=3)  # two of five finished at their prefill
+    ctl.on_prefill_result(4)  # a caller that does not tell: every one decodes
+    assert ctl.policy.prefill.length_admitted == 7
+
+
 def test_refreshes_of_filled_cells_have_their_own_reason():
     # a sweep row's decisions by reason then tell the two kinds of probe apart
     ctl = make_ctl()
