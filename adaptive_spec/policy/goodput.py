@@ -14,7 +14,9 @@ with `tpot_slo_ms` the choice is restricted to the k whose predicted TPOT (t / E
 the target when any does. Only a k measured at this batch bucket (or k=0), or bounded from
 above by a larger one, may be chosen; unmeasured cells are estimated from measured neighbours
 and probed rarely (a few steps, smallest k first) until they have `min_samples` samples. A
-switch needs a `switch_margin` gain, so the choice does not flap on noise.
+switch needs a `switch_margin` gain, so the choice does not flap on noise (a switch from
+drafting to plain `switch_off_margin`, smaller: the model's errors at a near tie lean to
+drafting).
 
 What the GPU runs of 2026-11-29 taught the table and the probes:
 - A cell's first samples can be stalls (a Triton compile on a new batch shape). Averaged, they
@@ -234,6 +236,18 @@ class GoodputPolicy(ProbeSchedule, GoodputStatus):
         self.free_probes = 4  # probes of a cell at the explore interval; then the gap doubles
         self.max_backoff = 64  # ... up to explore_interval x this decisions
         self.switch_margin = 0.03
+        # ... but a switch from drafting to plain needs only this gain (the switch on that may
+        # follow is priced apart, `_choose`). The model's errors at a near tie lean to
+        # drafting: a cell fed by a level's start and drains, where drafting steps are cheap
+        # (session 61), and prefills over-predicted alike for every k, which dilutes plain's
+        # lead per token (session 62). GPU, session 62 (H100, DeepSeek-V3 layout, 64 requests):
+        # k = 3 read 0.97-0.98x of plain for the level's second half, held by the 3% margin,
+        # and goodput made 0.926x of plain. Simulated (`policy_sim.py`, CPU, no performance
+        # claim): level-starts at 0.97 drafted 0 of 800 decisions at 60 where it drafted 800
+        # (0.962x of plain -> 1.000x), sweep-levels at 64 0.974 / 0.968 -> 0.978 / 0.977;
+        # bucket-edge alternating every 5 lost 1% (0.994 -> 0.984); the other lines that moved
+        # changed by -0.5% to +0.8%.
+        self.switch_off_margin = 0.01
         # Between syncs, probes and batch-size buckets the table and the probe schedule are
         # fixed and only the acceptance estimate moves (slowly: decay 0.995 per result), so a
         # choice is reused for up to `reuse_for` decisions. The GPU servers spent 34 us of CPU
@@ -279,8 +293,9 @@ class GoodputPolicy(ProbeSchedule, GoodputStatus):
                                     batch_size=batch_size)
 
     def observe_admitted(self, admitted: int) -> None:
-        """A prefill's result admitted `admitted` new requests, whatever its time: the mean
-        request length counts every admission (prefill_load.py, "Arrivals predicted")."""
+        """A prefill's result admitted `admitted` new requests that go on to decode, whatever
+        its time: the mean request length counts every such admission (prefill_load.py,
+        "Arrivals predicted")."""
         self.prefill.on_admitted(max(0, admitted))
 
     def observe_prefill_launch(self, batch_size: int, k: int, seconds: float) -> None:
@@ -524,7 +539,7 @@ class GoodputPolicy(ProbeSchedule, GoodputStatus):
     def _choose(self, bucket: int, times: list, candidates: list, goodput: list, expected: list) -> tuple:
         """(k, reason, what held a better k back or None: `decision_basis`): the best goodput among the candidates (those meeting the TPOT target,
         when one is set and any does), kept at the current k unless a switch gains more than
-        `switch_margin`; from k = 0, unless drafting also pays back what turning it on costs
+        its margin (`_margin`); from k = 0, unless drafting also pays back what turning it on costs
         at this bucket (`switch_cost`) within the steps a drafting run is expected to last;
         to k = 0, unless plain pays back the switch on that will follow within the steps a
         plain run is expected to last (`preferred_runs.py`)."""
@@ -537,7 +552,7 @@ class GoodputPolicy(ProbeSchedule, GoodputStatus):
         best = _argmax(candidates, goodput)
         cur, held = self._current, None
         if cur is not None and cur in candidates:
-            stay = goodput[cur] * (1 + self.switch_margin)
+            stay = goodput[cur] * (1 + self._margin(best, cur))
             if goodput[best] <= stay:
                 if best != cur:
                     held = "margin"
@@ -565,6 +580,11 @@ class GoodputPolicy(ProbeSchedule, GoodputStatus):
                         held = f"price:{share:.3f}"
                         best = cur
         return best, reason, held
+
+    def _margin(self, target: int, cur: int) -> float:
+        """The gain a switch from `cur` to `target` must clear: `switch_off_margin` from
+        drafting to plain, else `switch_margin`."""
+        return self.switch_off_margin if target == 0 < cur else self.switch_margin
 
     def _switch_on_horizon_s(self, bucket: int, step_s: float) -> float:
         """Seconds a switch on's price is spread over at most: `switch_on_horizon` drafting steps
@@ -607,7 +627,7 @@ class GoodputPolicy(ProbeSchedule, GoodputStatus):
         if t_target <= 0.0 or t_cur <= 0.0 or math.isinf(share):
             return False  # nothing to weigh: the choice sticks
         return (expected[target] / t_target * (1.0 - share)
-                > expected[cur] / t_cur * (1 + self.switch_margin))
+                > expected[cur] / t_cur * (1 + self._margin(target, cur)))
 
     def delivered_ratio(self, bucket: int) -> list:
         """Each k's realized ratio at this bucket (realized.py), read also while `calibrate` is

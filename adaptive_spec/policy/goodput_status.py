@@ -19,10 +19,11 @@ class GoodputStatus:
     def decision_basis(self) -> str:
         """The last fresh decision's cost model, for the decision log's line: each k's goodput
         over plain's (the realized rate counted), and what kept the current k where a better one
-        was known ("margin": the gain under `switch_margin`; "price:S": the switch's price, S its
-        share of the horizon it is spread over). Session 44 (H100, 64 requests, 6-s levels):
-        goodput arrived at 64 drafting from the drain before and kept k = 3 for 3-5 s where plain
-        made 1.06x; the lines logged only the switches, not what the model believed there."""
+        was known ("margin": the gain under its margin, `GoodputPolicy._margin`; "price:S": the
+        switch's price, S its share of the horizon it is spread over). Session 44 (H100, 64
+        requests, 6-s levels): goodput arrived at 64 drafting from the drain before and kept
+        k = 3 for 3-5 s where plain made 1.06x; the lines logged only the switches, not what
+        the model believed there."""
         g = self._last_goodput
         if not g or g[0] <= 0.0:
             return ""

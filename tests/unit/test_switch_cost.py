@@ -487,8 +487,37 @@ def test_a_switch_off_held_back_by_its_price_is_named_in_the_decision_basis(monk
     pol.runs.mean[(False, bucket)] = 60.0  # long plain runs here: the switch pays
     assert pol._decide(bucket, AcceptanceStats()).steps == 0
     assert pol.decision_basis() == "model=1.000/0.765/0.876/0.934"
-    times[0] = 0.0075  # plain 3% up on k = 3 now, within the margin: held there
+    times[0] = 0.00765  # plain 0.7% up on k = 3 now, within the switch off's margin: held
     goodput[:] = [e / t for e, t in zip(expected, times)]
     pol._current = 3
     assert pol._decide(bucket, AcceptanceStats()).steps == 3
     assert pol.decision_basis().endswith(" held=margin")
+
+
+def _decide_on(monkeypatch, current: int, plain_lead: float) -> int:
+    """The k chosen from `current` at 60 running where plain's goodput is `plain_lead` times
+    k = 3's (k = 1, 2 far behind), switches priced at nothing (long runs, a cheap switch)."""
+    pol = GoodputPolicy(AdaptiveSpecConfig(policy="goodput", max_steps=3))
+    bucket = bucket_of(60)
+    for drafting in (False, True):
+        pol.runs.mean[(drafting, bucket)] = 60.0
+    pol.switch.seconds[bucket], pol.switch.count[bucket] = 0.001, 4.0
+    pol._current = current
+    expected = [1.0, 1.7, 2.19, 2.53]
+    times = [0.0072, 0.016, 0.018, 2.53 * 0.0072 * plain_lead]
+    goodput = [e / t for e, t in zip(expected, times)]
+    monkeypatch.setattr(pol, "expected_tokens", lambda acc: expected)
+    monkeypatch.setattr(pol, "_goodput_at", lambda b, e: (times, [0, 1, 2, 3], goodput))
+    monkeypatch.setattr(pol, "_probe", lambda *args: None)
+    return pol._decide(bucket, AcceptanceStats()).steps
+
+
+def test_a_switch_to_plain_clears_a_smaller_margin_than_a_switch_on(monkeypatch):
+    """GPU, session 62 (H100, DeepSeek-V3 layout, 64 requests): k = 3 read 0.97-0.98x of plain
+    for half the level, held there by the 3% margin, and goodput made 0.926x of plain. Plain 2%
+    ahead now ends drafting; drafting 2% ahead still does not start it (the hysteresis stays,
+    narrower), and plain within 1% leaves drafting on."""
+    assert _decide_on(monkeypatch, current=3, plain_lead=1.02) == 0
+    assert _decide_on(monkeypatch, current=3, plain_lead=1.005) == 3
+    assert _decide_on(monkeypatch, current=0, plain_lead=1 / 1.02) == 0
+    assert _decide_on(monkeypatch, current=0, plain_lead=1 / 1.04) == 3
