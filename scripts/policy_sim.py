@@ -96,6 +96,18 @@ the same scenarios, for the before/after pairs. Scenarios:
 - drill-stall (session 58, `--only`): the stall drill on the same table, each k = 3 step among
   decisions 3,000 to 3,063 / 3,199 / 3,599 5.72 ms dearer: per seed, the rate against static
   k = 3 (which meets no stall), the step jumps and the runs of one k from 3,000.
+- within-bucket (session 62, `--only`): level-entry-requests on costs where plain is flat
+  within 33-64 (7.25 ms) and drafting grows with the batch (k = 3 16.6 ms at 37 running, 19.8
+  at 63: session 61's H100 DeepSeek-V3 steps; k = 1, 2 at session 50's shares of k = 3),
+  session 50's table elsewhere (plain leads k = 3 by ~4.5% at a steady 64, k = 3 leads by 8-11% at
+  36-40; the GPU's k = 3 line less 1.1 ms, as at dial 0.7 with session 50's prefills): the
+  same lines, with the count and mean batch of k = 3's samples at 33-64; `wave-40`: a warm-up
+  wave at 40 before 64's, k = 3's cell filled in the 30s-40s (the sweep's order fills it at
+  64) and read at the top of the bucket.
+- start-ladder (session 62, `--only`): level-entry-requests (session 50's costs, then
+  within-bucket's) after the extend warm-up's 67 one-token prefills at start, counted as the
+  server reports them (`--root` of an older checkout: every admission in the request length).
+  Per seed the same lines, with the request length L at the end.
 - level-128 (session 31): dense pair (session 28's costs: k = 1 at 3.3x a plain step at 64
   requests, 4.1x at 128), dial 0.7, 1,500 decisions at 64 running, then 6,000 at 128; the
   drafting steps at 128 by reason, per seed.
@@ -811,7 +823,8 @@ def run_requests(levels, cost, switch_s, seed, ctl=None, static_k=None):
 
 
 def level_entry_requests(label: str = "level-entry-requests",
-                         dear_warm_up: Optional[dict] = None) -> None:
+                         dear_warm_up: Optional[dict] = None, cost=s50_cost,
+                         on_ctl=None, warm_sizes: tuple = ()) -> None:
     """Session 52: the same-run sweep's order with requests as the sweep makes them, so that a
     level's arrivals wait for its requests to finish: a warm-up of 2N requests of 128 tokens at
     each N of 1 / 16 / 32 / 64 / 128 (decisions enough for them), then measured levels of 900
@@ -820,19 +833,24 @@ def level_entry_requests(label: str = "level-entry-requests",
     the level's first 150 and in all; at each level the rate against the better of k = 0 and
     k = 3 run alone over the same levels and requests (`--root` of an older checkout: arrivals
     as measured at a bucket, a plain / spec prefill ratio of 1 before any bucket has run
-    both). `dear_warm_up`: {N: (step, prefill) factors on plain's costs in N's warm-up}."""
+    both). `dear_warm_up`: {N: (step, prefill) factors on plain's costs in N's warm-up};
+    `cost`: step seconds (k = 0..3) at a batch size; `on_ctl(ctl)`: called on each seed's
+    controller before its run, returning a function called after it (a line's tail);
+    `warm_sizes`: further warm-up waves' N (in order with the others)."""
     from adaptive_spec.config import AdaptiveSpecConfig
     from adaptive_spec.controller import Controller
 
     sizes = (1, 16, 32, 64, 128)
     dear = dear_warm_up or {}
-    warm = [(n, 2 * n, (128, 128), 10_000, dear.get(n, (1.0, 1.0))) for n in sizes]
+    warm = [(n, 2 * n, (128, 128), 10_000, dear.get(n, (1.0, 1.0)))
+            for n in sorted(set(sizes + warm_sizes))]
     measured = [(n, 10 ** 9, (96, 288), 900) for n in sizes]
     at_64 = len(warm) + sizes.index(64)
     for seed in range(3):
         ctl = Controller(AdaptiveSpecConfig(policy="goodput", max_steps=3))
-        runs = [run_requests(warm + measured, s50_cost, s50_switch_s, seed, ctl=ctl)]
-        runs += [run_requests(warm + measured, s50_cost, s50_switch_s, seed, static_k=k)
+        after = on_ctl(ctl) if on_ctl is not None else (lambda: "")
+        runs = [run_requests(warm + measured, cost, s50_switch_s, seed, ctl=ctl)]
+        runs += [run_requests(warm + measured, cost, s50_switch_s, seed, static_k=k)
                  for k in (0, 3)]
         rates = []
         for level in range(len(warm), len(warm) + len(sizes)):
@@ -843,7 +861,76 @@ def level_entry_requests(label: str = "level-entry-requests",
         print(f"{label} seed={seed}: at 64 drafting {sum(1 for k in ks[:150] if k)} "
               f"of the first 150, {sum(1 for k in ks if k)} of {len(ks)} (plain {plain_x:.3f}x "
               f"k = 3); rate of the better static at {' / '.join(map(str, sizes))}: "
-              f"{' / '.join(rates)}")
+              f"{' / '.join(rates)}{after()}")
+
+
+# Session 61 (H100, DeepSeek-V3 layout, 64 requests): plain 7.1-7.4 ms a step at every batch of
+# 33-64,
+# k = 3 16.6 ms at 36-39 running to 19.3-19.8 at 60-64 (~linear); here k = 3 1.1 ms under
+# that line, so that at p = 0.7 with session 50's prefills plain leads by ~4.5% at 64, as
+# EAGLE-3 made 0.96x of plain there; k = 1, 2 at session 50's shares of k = 3 at 33-64
+S62_PLAIN_MS = 7.25
+S62_K3_MS = ((37, 15.5), (63, 18.6))  # (batch, ms): the line k = 3 lies on within 33-64
+S62_K_SHARE = tuple(ms / S50_STEP_MS[64][3] for ms in S50_STEP_MS[64][1:])
+
+
+def within_bucket_cost(bs):
+    """Step seconds (k = 0..3): at 33-64 plain flat and drafting on session 62's line (k = 3
+    +0.123 ms a request); elsewhere session 50's (`s50_cost`)."""
+    if not 33 <= bs <= 64:
+        return s50_cost(bs)
+    (b0, t0), (b1, t1) = S62_K3_MS
+    k3 = t0 + (t1 - t0) * (bs - b0) / (b1 - b0)
+    return (S62_PLAIN_MS / 1000,) + tuple(share * k3 / 1000 for share in S62_K_SHARE)
+
+
+def within_bucket() -> None:
+    """Session 61 (H100, DeepSeek-V3 layout, 64 requests): k = 3's cell at 33-64 took its
+    samples in the warm-up's wave and drains (batches in the 30s-40s, 17.2-17.7 ms) and priced
+    k = 3 at 1.03-1.10x plain's goodput at a steady 61-64 running, where EAGLE-3 made 0.96x of
+    plain; goodput drafted and made 0.936x. Here `level_entry_requests` on costs flat within a
+    bucket for plain and growing with the batch for drafting (`within_bucket_cost`): the same
+    lines, with the count and mean batch of k = 3's samples at 33-64. The sweep's order alone
+    fills that cell at 64 (its probe in the 64 wave); `wave-40`: a warm-up wave at 40 first, so
+    that it is filled in the 30s-40s, as the GPU's was."""
+    def on_ctl(ctl):
+        table, batches = ctl.policy.table, []
+        record = table.record
+
+        def recording(batch_size, k, seconds, *args, **kwargs):
+            if k == 3 and 33 <= batch_size <= 64:
+                batches.append(batch_size)
+            return record(batch_size, k, seconds, *args, **kwargs)
+        table.record = recording
+
+        def after():
+            mean = sum(batches) / len(batches) if batches else float("nan")
+            return f"; k = 3 samples at 33-64: {len(batches)}, mean batch {mean:.1f}"
+        return after
+
+    level_entry_requests("within-bucket", cost=within_bucket_cost, on_ctl=on_ctl)
+    level_entry_requests("within-bucket wave-40", cost=within_bucket_cost, on_ctl=on_ctl,
+                         warm_sizes=(40,))
+
+
+EXTEND_WARM_UP_PREFILLS = 67  # the extend warm-up's one-token prefills (33 + the prefix + 33)
+
+
+def start_ladder() -> None:
+    """Session 62: `level_entry_requests` after the extend warm-up's one-token prefills, which
+    finish at their prefill and decode nothing (GPU, session 62, H100, DeepSeek-V3 layout, 64
+    requests: L read 139 at the run's end). Told as the server's hook tells them (requests
+    going on to decode: none); an older checkout counts every admission. Per seed the same
+    lines, with L at the end, on session 50's costs and on `within_bucket_cost`."""
+    def on_ctl(ctl):
+        try:
+            ctl.on_prefill_result(EXTEND_WARM_UP_PREFILLS, decoding=0)
+        except TypeError:  # before session 62: every admission counts
+            ctl.on_prefill_result(EXTEND_WARM_UP_PREFILLS)
+        return lambda: f"; L {ctl.policy.prefill.request_length():.1f}"
+
+    level_entry_requests("start-ladder", on_ctl=on_ctl)
+    level_entry_requests("start-ladder within-bucket", cost=within_bucket_cost, on_ctl=on_ctl)
 
 
 def incumbent_stall() -> None:
@@ -902,7 +989,8 @@ def drill_stall() -> None:
 # the scenarios `--only` runs alone: name -> function
 ONLY = {"level-entry": level_entry, "level-entry-requests": level_entry_requests,
         "level-entry-dear-plain": level_entry_dear_plain, "sweep-levels": sweep_levels,
-        "incumbent-stall": incumbent_stall, "drill-stall": drill_stall}
+        "incumbent-stall": incumbent_stall, "drill-stall": drill_stall,
+        "within-bucket": within_bucket, "start-ladder": start_ladder}
 
 
 if __name__ == "__main__":
