@@ -15,6 +15,9 @@
 #      session 60 the phase clocks' per-call table (decode and prefill calls apart) is printed.
 #      Since session 61 LAYOUT=ds runs the same on the 16-layer DeepSeek-V3 layout (MLA + MoE;
 #      issue 10's second shape, never swept with the built-in mode) instead of Qwen3-MoE.
+#      Session 62 (H100): at CONC=1,32,256 each MoE server took ~155 s, so the fourth met the
+#      deadline before its first level; three per call fit (SYSTEMS=plain,adaptive-spec:goodput,
+#      eagle3 CONC=1,32,256: 528 s).
 #   m1 | fs | ms | ...: session 48's and earlier calls (call_s48.sh), on the code as it stands.
 # Usage (repo root, .bundle and .device carried):
 #   [DIAL=0.7] [LAYOUT=moe|ds] bash scripts/device/call_s59.sh m4
