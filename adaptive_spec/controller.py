@@ -162,6 +162,15 @@ MAX_PREFILL_S = 0.5  # a longer wait since the last result holds idle time, not 
 # clocks at 60-64 running: 0.443 prefills a step drafting, 0.218 plain), which would bill a plain
 # probe of 7 steps for drafting's admissions
 REALIZED_SETTLE_RESULTS = 2
+# A decode result timed from a prefill's result at a batch this small is no step-time sample:
+# its step ran mostly before the prefill's result was processed, so the interval holds a part of
+# it. GPU, session 62 (H100, Qwen3-MoE layout): at 1 running such results read 0.38 ms for a
+# plain step against 1.64 for the others, 0.45-0.46 for k = 1, 2 against 4.6-5.3 (0.09-0.23x),
+# and at 1 request goodput ran k = 2 for the level's first second on that cell (0.942x of
+# plain); at 129-256 running they read 1.02x of the others (1.05x at 65-128, session 61). Small
+# batches meet a prefill once a request, so leaving these out costs a cell few samples; busy
+# ones meet one every 1-3 steps and keep them (session 5: dropping those starved the cells).
+AFTER_PREFILL_UNTIMED_MAX = 4
 
 
 def _priced(steps: int, seconds: Optional[float], launched: bool) -> tuple:
@@ -222,6 +231,7 @@ class Controller:
         # the realized goodput's inputs (`_observe_realized`): prefill wall time since the last
         # decode result, an off result waiting for the next one's mode, whether the last drafted
         self._prefill_since_decode = 0.0
+        self._after_prefill = False  # the step timer restarted at a prefill's result since
         self._realized_held: Optional[tuple] = None
         self._realized_drafting: Optional[bool] = None
         self._realized_run = 0  # results of that kind (plain or drafting) in a row
@@ -273,6 +283,7 @@ class Controller:
         steps, 0.64x of EAGLE-3 at 128 requests on dial 0.9). `decoding`: how many of the
         `admitted` go on to decode (None: all); only those count in the request length."""
         self._prefill_results_reported = True
+        self._after_prefill = True
         self._unsampled = 0
         self._extend_launched = False  # its launch went into this interval, not a decode one
         self._extend_wave = False
@@ -376,15 +387,18 @@ class Controller:
         A decode result processed after a prefill batch's launch (and before its result) holds
         the launch's host work: its time goes to the policy as a launch's, which prices the
         extra in the prefill term (`_take_sample`; GPU, session 36: 8.4 ms over a 5.8-ms plain
-        step at 64 requests)."""
+        step at 64 requests). One timed from a prefill's result at a small batch holds only a
+        part of its step and is no sample (AFTER_PREFILL_UNTIMED_MAX)."""
         try:
             launched, self._extend_launched = self._extend_launched, False
             wave, self._extend_wave = self._extend_wave, False
+            after_prefill, self._after_prefill = self._after_prefill, False
             dt = measured = self.timer.tick(steps)
             self._gather_switch_on(batch_size, steps, mode, dt, launched)
             prefill_s = self._prefill_since_decode
             self._observe_realized(batch_size, steps, mode, measured, tokens)
-            if mode in REENTRY_MODES or self._unsampled > 0 or (launched and wave):
+            if (mode in REENTRY_MODES or self._unsampled > 0 or (launched and wave)
+                    or (after_prefill and batch_size <= AFTER_PREFILL_UNTIMED_MAX)):
                 dt = None
             self._unsampled = max(0, self._unsampled - 1)
             if self._held_off_sample is not None:  # the previous off step's verdict

@@ -151,8 +151,10 @@ def test_a_prefill_result_restarts_the_decode_step_time(monkeypatch):
     ctl = state.get_controller()
     seen = []
     ctl.policy.observe_step_time = lambda bs, k, s: seen.append(s)
-    batch = ScheduleBatch(reqs=[make_req("a", 4), make_req("b", 4)])
-    result = GenerationBatchResult(speculative_num_draft_tokens=1, num_correct_drafts_per_req_cpu=[0, 0])
+    # more requests than AFTER_PREFILL_UNTIMED_MAX: the result after the prefill is a sample
+    batch = ScheduleBatch(reqs=[make_req(f"r{i}", 4) for i in range(6)])
+    result = GenerationBatchResult(speculative_num_draft_tokens=1,
+                                   num_correct_drafts_per_req_cpu=[0] * 6)
     after_resolve_spec_v2_tokens([], None, result, batch)
     ctl.on_extend()  # a prefill launched
     after_process_batch_result_prefill(None, None, batch, result)  # ... and its result processed
@@ -201,9 +203,10 @@ def test_every_decode_result_is_timed_when_sglang_has_processed_it(monkeypatch):
     ctl.policy.observe_prefill = (
         lambda bs, s, admitted, plain=False: prefills_seen.append(round(s, 6)))
     processor = types.SimpleNamespace(metrics_reporter=types.SimpleNamespace(update_spec_metrics=lambda *a: None))
-    spec_batch = ScheduleBatch(reqs=[make_req("a", 4), make_req("b", 4)])
+    # more requests than AFTER_PREFILL_UNTIMED_MAX: the result after the prefill is a sample
+    spec_batch = ScheduleBatch(reqs=[make_req(f"r{i}", 4) for i in range(6)])
     spec_batch.spec_algorithm = SpeculativeAlgorithm.EAGLE3
-    plain_batch = ScheduleBatch(reqs=[make_req("a", 4), make_req("b", 4)])
+    plain_batch = ScheduleBatch(reqs=[make_req(f"r{i}", 4) for i in range(6)])
     plain_batch.spec_algorithm = SpeculativeAlgorithm.NONE
 
     def process(batch, result, resolved_at, done_at):
@@ -216,10 +219,11 @@ def test_every_decode_result_is_timed_when_sglang_has_processed_it(monkeypatch):
             now[0] = done_at
         hooks_plain.around_process_batch_result_decode(sglang, processor, batch, result)
 
-    drafted = GenerationBatchResult(speculative_num_draft_tokens=4, num_correct_drafts_per_req_cpu=[2, 1])
+    drafted = GenerationBatchResult(speculative_num_draft_tokens=4,
+                                    num_correct_drafts_per_req_cpu=[2, 1] * 3)
     plain = GenerationBatchResult()
     plain.adaptive_spec_mode = "off"  # what our plain step sets on its result
-    after_get_next_batch_to_run(None, make_scheduler(running=2, waiting_lens=[]))
+    after_get_next_batch_to_run(None, make_scheduler(running=6, waiting_lens=[]))
     process(spec_batch, drafted, 0.000, 0.004)  # the first result: no interval yet
     now[0] = 0.010
     after_process_batch_result_prefill(None, None, spec_batch, drafted)  # a prefill's result, at 10 ms

@@ -668,13 +668,31 @@ def test_a_prefill_result_restarts_the_step_time(monkeypatch):
                      (0.05, "prefill"), (0.06, "decode"), (0.06, "extend"), (0.07, "decode"),
                      (0.10, "prefill"), (0.11, "decode"), (0.12, "decode")):
         now[0] = t
-        {"decode": lambda: ctl.on_result(0, [0, 0]), "extend": ctl.on_extend,
+        {"decode": lambda: ctl.on_result(0, [0] * 8), "extend": ctl.on_extend,
          "prefill": ctl.on_prefill_result}[event]()
     # before any prefill result is reported, the decode result after a launch is dropped
     # (the fallback); afterwards none carries a prefill's 30 ms, and the one processed between
     # a launch and its prefill's result (0.06-0.07) goes to the prefill term as the launch's
     assert seen == [0.01, 0.01, 0.01]
     assert launches == [0.01]
+
+
+def test_a_small_batchs_result_timed_from_a_prefill_is_no_sample(monkeypatch):
+    """GPU, session 62 (H100, Qwen3-MoE layout): at 1 running a decode result timed from a
+    prefill's result read 0.09-0.23x of the step (its step ran before the prefill's result was
+    processed), and a k = 2 cell filled by them was chosen at 1 request. At a small batch such a
+    result is no sample; the next is; at a busy batch it still is one (session 5)."""
+    def samples(batch):
+        ctl, now, seen, _ = timed_controller(monkeypatch)
+        for t, event in ((0.00, "decode"), (0.01, "decode"), (0.015, "prefill"),
+                         (0.016, "decode"), (0.026, "decode")):
+            now[0] = t
+            {"decode": lambda: ctl.on_result(1, [1] * batch),
+             "prefill": ctl.on_prefill_result}[event]()
+        return seen
+
+    assert samples(1) == samples(4) == [0.01, 0.01]
+    assert samples(5) == [0.01, 0.001, 0.01]
 
 
 def test_a_waves_launch_is_priced_nowhere(monkeypatch):
