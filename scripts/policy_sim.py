@@ -99,8 +99,8 @@ the same scenarios, for the before/after pairs. Scenarios:
 - within-bucket (session 62, `--only`): level-entry-requests on costs where plain is flat
   within 33-64 (7.25 ms) and drafting grows with the batch (k = 3 16.6 ms at 37 running, 19.8
   at 63: session 61's H100 DeepSeek-V3 steps; k = 1, 2 at session 50's shares of k = 3),
-  session 50's table elsewhere (plain leads k = 3 by ~4.5% at a steady 64, k = 3 leads by 8-11% at
-  36-40; the GPU's k = 3 line less 1.1 ms, as at dial 0.7 with session 50's prefills): the
+  session 50's table elsewhere (plain leads k = 3 by ~4.5% at a steady 64, k = 3 leads by 8-11%
+  at 36-40; the GPU's k = 3 line less 1.1 ms, as at dial 0.7 with session 50's prefills): the
   same lines, with the count and mean batch of k = 3's samples at 33-64; `wave-40`: a warm-up
   wave at 40 before 64's, k = 3's cell filled in the 30s-40s (the sweep's order fills it at
   64) and read at the top of the bucket.
@@ -865,9 +865,8 @@ def level_entry_requests(label: str = "level-entry-requests",
 
 
 # Session 61 (H100, DeepSeek-V3 layout, 64 requests): plain 7.1-7.4 ms a step at every batch of
-# 33-64,
-# k = 3 16.6 ms at 36-39 running to 19.3-19.8 at 60-64 (~linear); here k = 3 1.1 ms under
-# that line, so that at p = 0.7 with session 50's prefills plain leads by ~4.5% at 64, as
+# 33-64, k = 3 16.6 ms at 36-39 running to 19.3-19.8 at 60-64 (~linear); here k = 3 1.1 ms
+# under that line, so that at p = 0.7 with session 50's prefills plain leads by ~4.5% at 64, as
 # EAGLE-3 made 0.96x of plain there; k = 1, 2 at session 50's shares of k = 3 at 33-64
 S62_PLAIN_MS = 7.25
 S62_K3_MS = ((37, 15.5), (63, 18.6))  # (batch, ms): the line k = 3 lies on within 33-64
@@ -875,8 +874,8 @@ S62_K_SHARE = tuple(ms / S50_STEP_MS[64][3] for ms in S50_STEP_MS[64][1:])
 
 
 def within_bucket_cost(bs):
-    """Step seconds (k = 0..3): at 33-64 plain flat and drafting on session 62's line (k = 3
-    +0.123 ms a request); elsewhere session 50's (`s50_cost`)."""
+    """Step seconds (k = 0..3): at 33-64 plain flat and drafting on the line above (k = 3
+    +0.119 ms a request); elsewhere session 50's (`s50_cost`)."""
     if not 33 <= bs <= 64:
         return s50_cost(bs)
     (b0, t0), (b1, t1) = S62_K3_MS

@@ -6,6 +6,7 @@ Both read CPU state the scheduler already holds: no IPC, no GPU->CPU sync.
 from __future__ import annotations
 
 import time
+from typing import Optional
 
 from ..signals import LoadSnapshot
 from .state import get_controller
@@ -65,11 +66,20 @@ def after_process_batch_result_prefill(ret, processor, *args, **kwargs):
         try:
             batch = args[0] if args else kwargs.get("batch")
             reqs = getattr(batch, "reqs", None) or ()
-            decoding = sum(1 for req in reqs if not req.finished())
-            ctl.on_prefill_result(len(reqs), decoding=decoding)
+            ctl.on_prefill_result(len(reqs), decoding=_decoding(reqs))
         except Exception as exc:
             ctl.fail(f"prefill result hook: {exc!r}")
     return None
+
+
+def _decoding(reqs) -> Optional[int]:
+    """How many of a prefill's requests go on to decode (not finished by its token); None where
+    a request cannot tell (every one then counts, as before session 62: bookkeeping is never a
+    reason for the fallback)."""
+    try:
+        return sum(1 for req in reqs if not req.finished())
+    except Exception:  # noqa: BLE001 - a request type without finished()
+        return None
 
 
 def after_resolve_spec_v2_tokens(ret, processor, result, batch, *args, **kwargs):

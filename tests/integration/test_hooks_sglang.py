@@ -180,6 +180,10 @@ def test_a_prefill_result_tells_how_many_of_its_requests_go_on_to_decode(monkeyp
                                    num_correct_drafts_per_req_cpu=[0, 0, 0])
     after_process_batch_result_prefill(None, None, ScheduleBatch(reqs=reqs), result)
     assert ctl.policy.prefill.length_admitted == 2
+    # a request that cannot tell counts, as before: bookkeeping never sends a server to fallback
+    odd = ScheduleBatch(reqs=reqs + [types.SimpleNamespace()])
+    after_process_batch_result_prefill(None, None, odd, result)
+    assert ctl.policy.prefill.length_admitted == 6 and ctl.fallback_reason is None
 
 
 def test_every_decode_result_is_timed_when_sglang_has_processed_it(monkeypatch):
