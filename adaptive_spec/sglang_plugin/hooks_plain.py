@@ -58,6 +58,7 @@ from types import SimpleNamespace
 import torch
 
 from . import catchup
+from .hooks_scheduler import unfinished
 from .state import get_controller
 
 logger = logging.getLogger("adaptive_spec")
@@ -242,9 +243,9 @@ def still_running() -> int | None:
     requests at the same result)."""
     try:
         reqs = _state.scheduler().running_batch.reqs
-        return sum(1 for req in reqs if not req.finished())
     except Exception:  # no scheduler or batch (tests, another SGLang): the snapshot's count
         return None
+    return unfinished(reqs)
 
 
 def before_merge_batch(batch, other, *args, **kwargs):

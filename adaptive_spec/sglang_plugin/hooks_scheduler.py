@@ -66,16 +66,17 @@ def after_process_batch_result_prefill(ret, processor, *args, **kwargs):
         try:
             batch = args[0] if args else kwargs.get("batch")
             reqs = getattr(batch, "reqs", None) or ()
-            ctl.on_prefill_result(len(reqs), decoding=_decoding(reqs))
+            ctl.on_prefill_result(len(reqs), decoding=unfinished(reqs))
         except Exception as exc:
             ctl.fail(f"prefill result hook: {exc!r}")
     return None
 
 
-def _decoding(reqs) -> Optional[int]:
-    """How many of a prefill's requests go on to decode (not finished by its token); None where
-    a request cannot tell (every one then counts, as before session 62: bookkeeping is never a
-    reason for the fallback)."""
+def unfinished(reqs) -> Optional[int]:
+    """How many of `reqs` have not finished (SGLang's `Req.finished()`); None where a request
+    cannot tell. After a prefill's result: those going on to decode (the caller then counts every
+    one, as before session 62: bookkeeping is never a reason for the fallback); in the running
+    batch: those staying in it (`hooks_plain.still_running`)."""
     try:
         return sum(1 for req in reqs if not req.finished())
     except Exception:  # noqa: BLE001 - a request type without finished()
