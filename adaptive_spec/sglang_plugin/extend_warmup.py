@@ -37,10 +37,18 @@ session 61 (DeepSeek-V3 layout, H100): the first full catch-up, 1,240 tokens ove
 requests, held the host 1.27 s while Triton built `_fwd_kernel` (the extend attention),
 named by the slow-result line. Without a radix cache (`--disable-radix-cache`) no prompt
 finds a cached prefix, so the second ladder is left out there.
+
+Since session 63 the ladder reaches the token cap even where one prompt cannot (the context is
+shorter): a length above the longest prompt is sent as the fewest near-equal prompts at once,
+which the scheduler prefills as one extend of that many tokens, as a catch-up over many
+requests forwards. GPU, session 62 (Qwen3-MoE layout, H100, context 4,096): the ladder stopped
+at 4,088 tokens, and a full catch-up of 7,009 tokens over 211 requests held the host 1.61 s
+while Triton built `fused_moe_kernel` twice.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import random
@@ -51,6 +59,7 @@ logger = logging.getLogger("adaptive_spec")
 NAME = "adaptive_spec_extend"
 ENV = "ADAPTIVE_SPEC_WARM_EXTEND"
 SMALLEST = 16
+MOST_PROMPTS = 16  # a length that needs more prompts at once is left to its first use
 
 
 def ladder(largest: int) -> List[int]:
@@ -65,54 +74,78 @@ def ladder(largest: int) -> List[int]:
     return sorted(sizes)
 
 
-def largest_size(server_args, context_len: int) -> int:
+def longest_prompt(server_args, context_len: int) -> int:
+    """The longest one prompt warmed: the token cap or, if shorter, what the context holds."""
     from .catchup import token_cap
 
     return max(SMALLEST, min(token_cap(server_args), context_len - 8))
+
+
+def largest_size(server_args, longest: int) -> int:
+    """The largest extend warmed: the token cap, unless it needs more than MOST_PROMPTS prompts
+    of at most `longest` tokens."""
+    from .catchup import token_cap
+
+    return max(longest, min(token_cap(server_args), MOST_PROMPTS * longest))
+
+
+def split(size: int, longest: int) -> List[int]:
+    """`size` tokens as the fewest near-equal prompts of at most `longest` tokens each."""
+    parts = -(-size // longest)
+    return [size // parts + (1 if i < size % parts else 0) for i in range(parts)]
 
 
 async def warm_extend_shapes(disaggregation_mode: str, tokenizer_manager) -> None:
     if disaggregation_mode != "null":  # a PD server's prefills need a bootstrap peer
         logger.warning("adaptive_spec: extend warm-up skipped on a disaggregated server")
         return
-    largest = largest_size(tokenizer_manager.server_args, tokenizer_manager.context_len)
-    sizes = ladder(largest)
+    longest = longest_prompt(tokenizer_manager.server_args, tokenizer_manager.context_len)
+    largest = largest_size(tokenizer_manager.server_args, longest)
     vocab = max(2, min(int(tokenizer_manager.model_config.vocab_size), 32000))
     rng = random.Random(0)
 
     def prompt(n: int) -> List[int]:
         return [rng.randrange(1, vocab) for _ in range(n)]
 
+    sizes = ladder(largest)
     for size in sizes:
-        if not await _prefill(tokenizer_manager, prompt(size), f"{size} tokens"):
+        if not await _prefill(tokenizer_manager, [prompt(n) for n in split(size, longest)],
+                              f"{size} tokens"):
             return
     prefix_cached = not getattr(tokenizer_manager.server_args, "disable_radix_cache", False)
-    after = ladder(largest - SMALLEST) if prefix_cached and largest >= 2 * SMALLEST else []
+    after_longest = longest - SMALLEST  # each prompt: the prefix, then up to this many tokens
+    after = (ladder(largest_size(tokenizer_manager.server_args, after_longest))
+             if prefix_cached and after_longest >= SMALLEST else [])
     prefix = prompt(SMALLEST)  # cached by its own prefill, then the prefix of every length
-    if after and not await _prefill(tokenizer_manager, prefix, "the cached prefix"):
+    if after and not await _prefill(tokenizer_manager, [prefix], "the cached prefix"):
         return
     for size in after:
-        if not await _prefill(tokenizer_manager, prefix + prompt(size),
+        if not await _prefill(tokenizer_manager,
+                              [prefix + prompt(n) for n in split(size, after_longest)],
                               f"{size} tokens after a cached prefix"):
             return
-    logger.info("adaptive_spec: extend kernels warmed for %d prompt lengths, %d to %d tokens, "
-                "and %d lengths after a cached %d-token prefix", len(sizes), sizes[0], sizes[-1],
-                len(after), SMALLEST)
+    logger.info("adaptive_spec: extend kernels warmed for %d lengths, %d to %d tokens (above "
+                "%d as prompts sent at once), and %d lengths after a cached %d-token prefix",
+                len(sizes), sizes[0], sizes[-1], longest, len(after), SMALLEST)
 
 
-async def _prefill(tokenizer_manager, input_ids: List[int], what: str) -> bool:
-    """One greedy one-token prefill of `input_ids`. False: it failed (logged): the warm-up stops
-    there, and what it did not reach builds its kernels at first use."""
+async def _prefill(tokenizer_manager, prompts: List[List[int]], what: str) -> bool:
+    """Greedy one-token prefills of `prompts`, sent at once so that the scheduler can batch
+    them into one extend. False: one failed (logged): the warm-up stops there, and what it did
+    not reach builds its kernels at first use."""
     from sglang.srt.managers.io_struct import GenerateReqInput
 
-    req = GenerateReqInput(input_ids=input_ids,
-                           sampling_params={"max_new_tokens": 1, "temperature": 0.0})
-    try:
+    async def one(input_ids: List[int]) -> None:
+        req = GenerateReqInput(input_ids=input_ids,
+                               sampling_params={"max_new_tokens": 1, "temperature": 0.0})
         async for _ in tokenizer_manager.generate_request(req, None):
             pass
-    except Exception as exc:  # noqa: BLE001 - a warm-up must never keep the server from starting
+
+    results = await asyncio.gather(*(one(p) for p in prompts), return_exceptions=True)
+    failed = [r for r in results if isinstance(r, BaseException)]
+    if failed:  # a warm-up must never keep the server from starting
         logger.warning("adaptive_spec: extend warm-up stopped at %s (%r); the rest builds its "
-                       "kernels at first use", what, exc)
+                       "kernels at first use", what, failed[0])
         return False
     return True
 

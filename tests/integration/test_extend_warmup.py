@@ -18,11 +18,28 @@ def test_the_ladder_covers_both_sides_of_each_multiple_of_16_up_to_the_largest()
     assert extend_warmup.ladder(16) == [15, 16]
 
 
-def test_the_largest_is_the_token_cap_or_the_context_whichever_is_smaller():
+def test_the_longest_prompt_is_the_token_cap_or_the_context_whichever_is_smaller():
     args = types.SimpleNamespace(chunked_prefill_size=2048)
-    assert extend_warmup.largest_size(args, 4096) == 2048
-    assert extend_warmup.largest_size(args, 1024) == 1016
-    assert extend_warmup.largest_size(types.SimpleNamespace(chunked_prefill_size=None), 65536) == 8192
+    assert extend_warmup.longest_prompt(args, 4096) == 2048
+    assert extend_warmup.longest_prompt(args, 1024) == 1016
+    no_cap = types.SimpleNamespace(chunked_prefill_size=None)
+    assert extend_warmup.longest_prompt(no_cap, 65536) == 8192
+
+
+def test_the_largest_extend_is_the_token_cap_in_at_most_16_prompts():
+    # session 62: a 7,009-token catch-up outran the 4,088-token prompts of a 4,096 context
+    args = types.SimpleNamespace(chunked_prefill_size=8192)
+    assert extend_warmup.largest_size(args, 4088) == 8192
+    assert extend_warmup.largest_size(args, 192) == 3072  # 16 prompts of 192
+    assert extend_warmup.largest_size(args, 8192) == 8192
+
+
+def test_a_length_above_the_longest_prompt_is_the_fewest_near_equal_prompts():
+    assert extend_warmup.split(4088, 4088) == [4088]
+    assert extend_warmup.split(4095, 4088) == [2048, 2047]
+    assert extend_warmup.split(8192, 4088) == [2731, 2731, 2730]
+    assert all(sum(extend_warmup.split(n, 192)) == n and max(extend_warmup.split(n, 192)) <= 192
+               for n in extend_warmup.ladder(3072))
 
 
 class FakeTokenizerManager:
@@ -49,12 +66,15 @@ def test_it_is_registered_and_prefills_each_length_fresh_then_after_a_cached_pre
     caplog.set_level("INFO", logger="adaptive_spec")
     asyncio.run(sglang_warmup.execute_warmups("null", [extend_warmup.NAME], tm))
     assert fn is extend_warmup.warm_extend_shapes
-    n = len(extend_warmup.ladder(192))
-    fresh, prefix, after = tm.seen[:n], tm.seen[n], tm.seen[n + 1:]
-    assert [len(r.input_ids) for r in fresh] == extend_warmup.ladder(192)
+    fresh = extend_warmup.ladder(3072)  # 16 prompts of at most 192 tokens
+    n = sum(len(extend_warmup.split(size, 192)) for size in fresh)
+    assert [len(r.input_ids) for r in tm.seen[:n]] == [
+        part for size in fresh for part in extend_warmup.split(size, 192)]
     # then the ladder again after a cached prefix: the path a full catch-up's extend takes
+    prefix, after = tm.seen[n], tm.seen[n + 1:]
     assert len(prefix.input_ids) == extend_warmup.SMALLEST
-    assert [len(r.input_ids) - 16 for r in after] == extend_warmup.ladder(176)
+    assert [len(r.input_ids) - 16 for r in after] == [
+        part for size in extend_warmup.ladder(2816) for part in extend_warmup.split(size, 176)]
     assert all(r.input_ids[:16] == prefix.input_ids for r in after)
     assert all(len(r.input_ids) <= 192 for r in tm.seen)
     assert all(isinstance(r, GenerateReqInput) and r.sampling_params["max_new_tokens"] == 1 for r in tm.seen)
@@ -63,17 +83,41 @@ def test_it_is_registered_and_prefills_each_length_fresh_then_after_a_cached_pre
     assert "lengths after a cached 16-token prefix" in caplog.text
 
 
-def test_a_context_too_short_for_a_prefix_and_a_length_warms_fresh_prompts_only():
-    tm = FakeTokenizerManager(context_len=30)  # largest 22: no length fits after 16 tokens
+class ConcurrencyRecordingTokenizerManager(FakeTokenizerManager):
+    """FAKE: each prompt yields to the event loop before it is answered, so prompts sent at once
+    are all in flight together; records the largest such group."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.in_flight, self.most_at_once = 0, 0
+
+    async def generate_request(self, req, request):
+        self.in_flight += 1
+        self.most_at_once = max(self.most_at_once, self.in_flight)
+        await asyncio.sleep(0)
+        self.in_flight -= 1
+        self.seen.append(req)
+        yield {"text": ""}
+
+
+def test_the_prompts_of_one_length_are_in_flight_together_so_the_scheduler_can_batch_them():
+    tm = ConcurrencyRecordingTokenizerManager()
     asyncio.run(extend_warmup.warm_extend_shapes("null", tm))
-    assert [len(r.input_ids) for r in tm.seen] == extend_warmup.ladder(22) == [15, 16, 22]
+    assert tm.most_at_once == extend_warmup.MOST_PROMPTS  # 3,072 tokens: 16 prompts of 192
+
+
+def test_a_context_too_short_for_a_prefix_and_a_length_warms_fresh_prompts_only():
+    tm = FakeTokenizerManager(context_len=30)  # longest 22: no length fits after 16 tokens
+    asyncio.run(extend_warmup.warm_extend_shapes("null", tm))
+    assert all(len(r.input_ids) <= 22 for r in tm.seen)
+    assert len(tm.seen) == sum(len(extend_warmup.split(n, 22)) for n in extend_warmup.ladder(352))
 
 
 def test_without_a_radix_cache_no_prompt_is_sent_after_a_prefix_that_cannot_be_cached():
     tm = FakeTokenizerManager()
     tm.server_args.disable_radix_cache = True
     asyncio.run(extend_warmup.warm_extend_shapes("null", tm))
-    assert [len(r.input_ids) for r in tm.seen] == extend_warmup.ladder(192)
+    assert sum(len(r.input_ids) for r in tm.seen) == sum(extend_warmup.ladder(3072))
 
 
 def test_a_disaggregated_server_skips_it():
