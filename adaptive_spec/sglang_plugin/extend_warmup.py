@@ -124,9 +124,10 @@ async def warm_extend_shapes(disaggregation_mode: str, tokenizer_manager) -> Non
                               [prefix + prompt(n) for n in split(size, after_longest)],
                               f"{size} tokens after a cached prefix"):
             return
-    logger.info("adaptive_spec: extend kernels warmed for %d lengths, %d to %d tokens (above "
-                "%d as prompts sent at once), and %d lengths after a cached %d-token prefix",
-                len(sizes), sizes[0], sizes[-1], longest, len(after), SMALLEST)
+    together = f" (above {longest} as prompts sent at once)" if largest > longest else ""
+    logger.info("adaptive_spec: extend kernels warmed for %d lengths, %d to %d tokens%s, and %d "
+                "lengths after a cached %d-token prefix", len(sizes), sizes[0], sizes[-1],
+                together, len(after), SMALLEST)
 
 
 async def _prefill(tokenizer_manager, prompts: List[List[int]], what: str) -> bool:

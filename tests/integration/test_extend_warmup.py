@@ -80,6 +80,7 @@ def test_it_is_registered_and_prefills_each_length_fresh_then_after_a_cached_pre
     assert all(isinstance(r, GenerateReqInput) and r.sampling_params["max_new_tokens"] == 1 for r in tm.seen)
     assert all(0 < t < 50 for r in tm.seen for t in r.input_ids)
     assert "extend kernels warmed for" in caplog.text
+    assert "15 to 3072 tokens (above 192 as prompts sent at once)" in caplog.text
     assert "lengths after a cached 16-token prefix" in caplog.text
 
 
