@@ -17,7 +17,11 @@
 #      issue 10's second shape, never swept with the built-in mode) instead of Qwen3-MoE.
 #      Session 62 (H100): at CONC=1,32,256 each MoE server took ~155 s, so the fourth met the
 #      deadline before its first level; three per call fit (SYSTEMS=plain,adaptive-spec:goodput,
-#      eagle3 CONC=1,32,256: 528 s).
+#      eagle3 CONC=1,32,256: 528 s). Session 63 (H100, five calls chained on one warm machine):
+#      at one request goodput's k = 3 steps took 4.0-4.2 ms against the built-in mode's 3.8 (the
+#      phase clocks: +0.3 ms in spec_forward, host time); STACKS_AT=1 (default 127) puts the
+#      stack table near one running, e.g. STACKS=1 STACKS_AT=1 SYSTEMS=builtin-adaptive,
+#      adaptive-spec:forced-on,adaptive-spec:goodput CONC=1: where that host time goes.
 #   m1 | fs | ms | ...: session 48's and earlier calls (call_s48.sh), on the code as it stands.
 # Usage (repo root, .bundle and .device carried):
 #   [DIAL=0.7] [LAYOUT=moe|ds] bash scripts/device/call_s59.sh m4
@@ -69,6 +73,6 @@ goodput_paired "$SWEPT" envelope plain eagle3 builtin-adaptive
 goodput_cost_model "$SWEPT"
 # since session 60: each server's decode and prefill calls apart (ms a call), at the top levels
 phases "/tmp/logs-$TAG-$LAYOUT" --bands 60-64,120-128,240-256 --per-call | tail -13
-[ "${STACKS:-0}" = 1 ] && stacks "/tmp/logs-$TAG-$LAYOUT" 127 | head -60
+[ "${STACKS:-0}" = 1 ] && stacks "/tmp/logs-$TAG-$LAYOUT" "${STACKS_AT:-127}" | head -60
 rm -f "$OUT/build.log"
 bash "$REPO/scripts/device/pack_out.sh" "$TAG"
