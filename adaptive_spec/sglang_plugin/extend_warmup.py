@@ -23,9 +23,9 @@ the server was ready, and goodput made 1.037x / 0.974x. The warm-up took 24 s on
 machine (session 27's `ms`).
 
 The ladder: powers of two and their 1.5x midpoints from 16 tokens, each also one token
-shorter (Triton specialises integer arguments on divisibility by 16), up to the smaller of
-the token cap and the context length. Random token ids; greedy; one new token, so no decode
-step runs.
+shorter (Triton specialises integer arguments on divisibility by 16), up to the token cap
+(one chunked prefill), each prompt no longer than the context allows (below). Random token
+ids; greedy; one new token, so no decode step runs.
 
 Since session 61 the ladder runs twice: once as fresh prompts, once after a cached prefix (a
 SMALLEST-token prompt prefilled first, then that prompt followed by each length, which the
