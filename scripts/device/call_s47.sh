@@ -13,8 +13,8 @@
 #      in sessions 4 and 16, prefill graphs off; 4 / 16 alone on SGLang's defaults, session 35).
 #   START=serial (since session 61) starts the servers one after another, each alone on the GPU:
 #      an H100 then runs all four systems, 256 included, e.g. CONC=64,128,256 START=serial
-#      bash scripts/device/call_s47.sh fs (~7 min: each start costs a minute; at 1-256 the call
-#      outlasts a device command's 10 minutes). Not run yet.
+#      bash scripts/device/call_s47.sh fs (each start costs a minute; at 1-256 the call
+#      outlasts a device command's 10 minutes). Session 63 (H100): 462 s at 64 / 128 / 256.
 #   kd | lv | il | sv | ds | r64 | rc | rs | ...: sessions 37-46's calls.
 # Usage (repo root, .bundle and .device carried):
 #   [DIAL=0.9] [START=serial] bash scripts/device/call_s47.sh fs|ms
