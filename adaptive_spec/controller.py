@@ -250,6 +250,16 @@ class Controller:
         # callables(batch size, steps, the result's wall seconds or None, mode): diagnostics,
         # every decode result, sampled or not (sglang_plugin/slow_results.py)
         self.wall_listeners = []
+        # seconds -> whether a decode result that took them held a one-off stall: a Triton
+        # kernel built on first use (sglang_plugin/slow_results.py installs it). Such a result
+        # is no sample of a step count, of the tokens a second a k delivers or of a switch's
+        # price. GPU, session 64 (H100, Qwen3-MoE layout, one request): goodput's first two
+        # switches on took 99 and 92 ms while SGLang's catch-up kernels were built (5.6-11.3
+        # ms in the session's other calls); the price read 73 ms and kept every later probe of
+        # a drafting k away (k = 3's 4 samples, under the 6 that make a cell choosable): plain
+        # ran all 3,034 decisions of the level, 0.92x of forced-on's rate
+        self.stall_judge: Optional[Callable[[float], bool]] = None
+        self.stalled_results = 0  # decode results the judge found stalled (the status')
         try:
             self.selftest: Optional[dict] = decide_selftest(cfg)
         except Exception as exc:  # a diagnostic: never a reason not to serve
@@ -394,9 +404,12 @@ class Controller:
             wave, self._extend_wave = self._extend_wave, False
             after_prefill, self._after_prefill = self._after_prefill, False
             dt = measured = self.timer.tick(steps)
+            stalled = self._stalled(measured)
+            if stalled:
+                dt = None
             self._gather_switch_on(batch_size, steps, mode, dt, launched)
             prefill_s = self._prefill_since_decode
-            self._observe_realized(batch_size, steps, mode, measured, tokens)
+            self._observe_realized(batch_size, steps, mode, None if stalled else measured, tokens)
             if (mode in REENTRY_MODES or self._unsampled > 0 or (launched and wave)
                     or (after_prefill and batch_size <= AFTER_PREFILL_UNTIMED_MAX)):
                 dt = None
@@ -417,6 +430,21 @@ class Controller:
             return
         _notify(self.result_listeners, steps, dt)
         _notify(self.wall_listeners, batch_size, steps, measured, mode)
+
+    def _stalled(self, seconds: Optional[float]) -> bool:
+        """Whether `stall_judge` finds a result of `seconds` stalled (counted when it does). A
+        judge that fails is dropped: it is a filter on the samples, never a reason to fall back."""
+        judge = self.stall_judge
+        if judge is None or seconds is None:
+            return False
+        try:
+            stalled = judge(seconds)
+        except Exception as exc:  # noqa: BLE001 - the file system it reads, say
+            logger.warning("adaptive_spec: stall judge dropped: %r", exc)
+            self.stall_judge = None
+            return False
+        self.stalled_results += bool(stalled)
+        return bool(stalled)
 
     def _observe_realized(self, batch_size: int, steps: int, mode: Optional[str],
                           seconds: Optional[float], tokens: float) -> None:
@@ -714,6 +742,7 @@ class Controller:
             "step_ms_mean": self.timer.mean_ms(),
             "steps_histogram": {str(k): v for k, v in sorted(self.steps_histogram.items())},
             "switches": self.switches,
+            "stalled_results": self.stalled_results,  # no samples: a kernel built in each
             "follow": self.follow.status(),
             "rank_check": {"decisions": self.decision_count, "digest": f"{self.decision_digest:08x}"},
             "step_modes": dict(self.modes),

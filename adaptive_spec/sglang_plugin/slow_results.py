@@ -9,6 +9,11 @@ held the host 1.72 s once in three runs, cause unread; its other results at 65-1
 read 15 ms at the median, 20-35 ms at the 99th percentile, 89 ms at most. SLOW_RESULT_S sits
 below session 58's stalls and above nearly every steady result. At most one line a second (a
 burst of first uses is one story); each line counts the slow results so far.
+
+Since session 64 the controller also asks `KernelBuildStall` of every decode result: one that
+held a kernel build is no sample of a step count or of a switch's price (controller.py
+`stall_judge`). That session's one-request run (H100, Qwen3-MoE layout) priced a switch on at 73
+ms from two catch-ups that built SGLang's kernels, and ran plain through the level.
 """
 
 from __future__ import annotations
@@ -70,15 +75,35 @@ class SlowResults:
                 "last_logged": self.last_logged}
 
 
+class KernelBuildStall:
+    """The controller's `stall_judge`: a decode result of `seconds` held a kernel build when it
+    was slow (`is_slow`) and Triton wrote a kernel to its cache while it ran. Only slow results
+    read the cache (a directory walk), and only a build counts: a slow full catch-up of many
+    stale positions is what a switch costs, and must stay in its price."""
+
+    def __init__(self, clock: Callable[[], float] = time.time,
+                 built_since: Callable[[float], Optional[int]] = kernel_builds.built_since):
+        self.clock = clock
+        self.built_since = built_since
+
+    def __call__(self, seconds: float) -> bool:
+        if not is_slow(seconds):
+            return False
+        return bool(self.built_since(self.clock() - seconds))
+
+
 def installed(controller) -> Optional[SlowResults]:
     return next((listener for listener in controller.wall_listeners
                  if isinstance(listener, SlowResults)), None)
 
 
 def install_slow_results(controller) -> SlowResults:
-    """Listen to every decode result's wall time (once per controller)."""
+    """Listen to every decode result's wall time (once per controller), and judge which held a
+    kernel build (`KernelBuildStall`)."""
     listener = installed(controller)
     if listener is None:
         listener = SlowResults()
         controller.wall_listeners.append(listener)
+    if getattr(controller, "stall_judge", None) is None:
+        controller.stall_judge = KernelBuildStall()
     return listener
