@@ -515,3 +515,32 @@ def test_non_streamed_sweep_measures_throughput_and_checks_outputs(tmp_path, fak
     for r in res["rows"]:
         assert r["errors"] == 0 and r["output_tok_s"] > 0 and r["cpu_util"]["frontend"] >= 0
     assert res["lossless"]["eagle3"]["identical_to_plain"] is True
+
+
+def test_the_warm_up_runs_on_the_pinned_cpus_as_the_levels_do(tmp_path, fake_env, model_dirs,
+                                                               monkeypatch):
+    """An adaptive server learns its step costs in the warm-up: it must run where the levels
+    will (`--pin-scheduler-cpus`), pinned before the warm-up's requests and again at the level."""
+    from adaptive_spec.bench import cpu_pin, sweep
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("a pin needs one CPU listed and one left over")
+    events = []
+    monkeypatch.setattr(cpu_pin.SchedulerPin, "pin",
+                        lambda self, pid: events.append("pin") or {})
+    warmup = sweep.Sweep.warmup
+
+    async def recorded(self, sp):
+        events.append("warm-up")
+        await warmup(self, sp)
+        events.append("warm-up done")
+
+    monkeypatch.setattr(sweep.Sweep, "warmup", recorded)
+    t, d = model_dirs
+    out = tmp_path / "results" / "2026-12-07-pin.json"
+    rc = cli.main(["sweep", "--target", str(t), "--draft", str(d), "--systems", "plain",
+                   "--concurrency", "2", "--new-tokens", "8", "--prompt-len", "8", "--out",
+                   str(out), "--pin-scheduler-cpus", str(min(os.sched_getaffinity(0))),
+                   "--log-dir", str(tmp_path / "logs"), "--no-plot", *FAST])
+    assert rc == 0
+    assert events == ["warm-up", "pin", "warm-up done", "pin"]
