@@ -22,6 +22,10 @@
 #      phase clocks: +0.3 ms in spec_forward, host time); STACKS_AT=1 (default 127) puts the
 #      stack table near one running, e.g. STACKS=1 STACKS_AT=1 SYSTEMS=builtin-adaptive,
 #      adaptive-spec:forced-on,adaptive-spec:goodput CONC=1: where that host time goes.
+#      Session 64 (H100, that call): forced on's k = 3 steps ran faster than the built-in mode's
+#      (no fixed cost of our path), and goodput ran plain through the level on a switch price
+#      read from catch-ups that built kernels (no samples since); next, whether it drafts now:
+#      SYSTEMS=adaptive-spec:goodput,adaptive-spec:forced-on,eagle3 CONC=1 PASSES=2.
 #   m1 | fs | ms | ...: session 48's and earlier calls (call_s48.sh), on the code as it stands.
 # Usage (repo root, .bundle and .device carried):
 #   [DIAL=0.7] [LAYOUT=moe|ds] bash scripts/device/call_s59.sh m4
