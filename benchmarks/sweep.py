@@ -748,9 +748,10 @@ class Sweep:
         records = []
         if self.pin:
             # on the CPUs the levels run on: an adaptive server learns its step costs here. GPU,
-            # session 64 (H100, one request): pinned only from the level on, forced-on's k = 3
-            # steps read 4.7 ms in the warm-up and 3.6 after; goodput's probes, all taken in it,
-            # read 4.3-4.6 ms and the policy ran plain through the level
+            # session 64 (H100, one request): in the first second of decoding forced-on's k = 3
+            # steps read 4.7 ms, 3.6 after; goodput's probes, all in that second, 4.4-4.6, and
+            # it ran plain through the level. Whether that second was the unpinned warm-up is
+            # not in the logs; pinned, it cannot be
             self.pin.pin(server_pid(sp))
         async with self.client(sp) as cl:
             cl.sp = dict(cl.sp, max_new_tokens=min(c.warmup_tokens, c.new_tokens))

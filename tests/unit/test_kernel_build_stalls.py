@@ -16,10 +16,9 @@ def switch_around(ctl, dts, stalled=()):
     the results (0-4) the judge calls stalled."""
     seen = SeenSwitches(ctl)
     ctl.timer.tick = lambda steps, now=None: dts.pop(0)
-    results = iter(range(5))
+    results, judged = iter(range(5)), []
     if stalled is not None:
         ctl.stall_judge = lambda seconds: judged.append(seconds) or next(results) in stalled
-    judged = []
     for steps, mode in ((0, "off"), (0, "off"), (3, "catchup"), (3, "on"), (3, "on")):
         ctl.on_result(steps, [1] * 4, mode)
     return seen.calls, judged
@@ -90,8 +89,8 @@ def test_a_judge_that_fails_is_dropped_and_the_policy_keeps_deciding():
 def slow_start_costs(slow_decisions: int, factor: float):
     """Step seconds at one request shaped like the GPU's (session 64, H100, Qwen3-MoE layout,
     dial 0.7): plain 1.6 ms, k = 3 3.6 ms, every step `factor` x slower for the first
-    `slow_decisions` decisions (the benchmark's warm-up, whose scheduler was not yet pinned to
-    the fast vCPU: forced-on's k = 3 steps read 4.7 ms there, 3.6 after)."""
+    `slow_decisions` decisions (that run's first second of decoding: forced-on's k = 3 steps
+    read 4.7 ms there, 3.6 after)."""
     made = [0]
 
     def cost(bs):
