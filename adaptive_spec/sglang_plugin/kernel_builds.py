@@ -84,6 +84,16 @@ def _written_since(since_wall_s: float, root: Optional[str]) -> Optional[list]:
     return written
 
 
+def dir_written_since(since_wall_s: float, root: Optional[str] = None) -> bool:
+    """Whether the cache directory itself was written at or after `since_wall_s` (less
+    FILE_CLOCK_SLACK_S): a new entry is a new subdirectory, which moves the directory's time.
+    One stat, so a caller asked often can skip the walk of every entry; False without a cache."""
+    try:
+        return os.stat(root or cache_dir()).st_mtime >= since_wall_s - FILE_CLOCK_SLACK_S
+    except OSError:
+        return False
+
+
 def built_since(since_wall_s: float, root: Optional[str] = None) -> Optional[int]:
     """Cache entries written at or after `since_wall_s` (time.time() seconds, less
     FILE_CLOCK_SLACK_S); None when there is no cache directory to read."""

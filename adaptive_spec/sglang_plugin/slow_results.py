@@ -78,18 +78,22 @@ class SlowResults:
 class KernelBuildStall:
     """The controller's `stall_judge`: a decode result of `seconds` held a kernel build when it
     was slow (`is_slow`) and Triton wrote a kernel to its cache while it ran. Only slow results
-    read the cache (a directory walk), and only a build counts: a slow full catch-up of many
-    stale positions is what a switch costs, and must stay in its price."""
+    read the cache: one stat of its directory, and the walk of its entries only where that moved
+    (busy batches can take 80 ms a result, every result). Only a build counts: a slow full
+    catch-up of many stale positions is what a switch costs, and must stay in its price."""
 
     def __init__(self, clock: Callable[[], float] = time.time,
-                 built_since: Callable[[float], Optional[int]] = kernel_builds.built_since):
+                 built_since: Callable[[float], Optional[int]] = kernel_builds.built_since,
+                 dir_written_since: Callable[[float], bool] = kernel_builds.dir_written_since):
         self.clock = clock
         self.built_since = built_since
+        self.dir_written_since = dir_written_since
 
     def __call__(self, seconds: float) -> bool:
         if not is_slow(seconds):
             return False
-        return bool(self.built_since(self.clock() - seconds))
+        since = self.clock() - seconds
+        return self.dir_written_since(since) and bool(self.built_since(since))
 
 
 def installed(controller) -> Optional[SlowResults]:

@@ -2,6 +2,8 @@
 sglang_plugin/slow_results.py `KernelBuildStall`): not of a step count, not of the tokens a
 second a k delivers, not of a switch's price. Simulated costs, no GPU, no performance claim."""
 
+import os
+
 import pytest
 
 from adaptive_spec.config import AdaptiveSpecConfig
@@ -48,16 +50,35 @@ def test_a_drafting_result_that_held_a_kernel_build_is_no_step_sample():
 
 
 def test_the_judge_reads_the_kernel_cache_only_for_slow_results_and_counts_builds_only():
-    asked = []
-    builds = {"n": 0}
+    asked, stats = [], []
+    builds = {"n": 0, "dir": True}
     judge = KernelBuildStall(clock=lambda: 1000.0,
-                             built_since=lambda t: asked.append(t) or builds["n"])
-    assert not judge(0.004) and asked == []  # a steady step: no directory walk
+                             built_since=lambda t: asked.append(t) or builds["n"],
+                             dir_written_since=lambda t: stats.append(t) or builds["dir"])
+    assert not judge(0.004) and asked == stats == []  # a steady step: the cache is not read
     assert not judge(0.150)  # slow, nothing built: a full catch-up's own cost, say
     builds["n"] = 2
     assert judge(0.150)
-    assert asked == [pytest.approx(999.85)] * 2  # counted from when the result began
-    assert not KernelBuildStall(built_since=lambda t: None)(0.5)  # no cache to read
+    assert asked == stats == [pytest.approx(999.85)] * 2  # from when the result began
+    builds["dir"] = False  # the directory did not move: no walk of its entries
+    assert not judge(0.150) and len(asked) == 2 and len(stats) == 3
+    assert not KernelBuildStall(built_since=lambda t: None,
+                                dir_written_since=lambda t: True)(0.5)  # no cache to read
+
+
+def test_on_a_real_cache_directory_only_an_entry_written_during_the_result_counts(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    now = {"t": 1000.0}
+    judge = KernelBuildStall(clock=lambda: now["t"])
+    os.utime(tmp_path, (900.0, 900.0))  # the directory last written long before
+    assert not judge(0.2)
+    (tmp_path / "abc123").mkdir()  # Triton's new entry: a subdirectory
+    os.utime(tmp_path / "abc123", (999.9, 999.9))
+    os.utime(tmp_path, (999.9, 999.9))
+    assert judge(0.2)  # the result began at 999.8
+    now["t"] = 1010.0
+    assert not judge(0.2)  # a later result, nothing new
 
 
 def test_the_plugin_installs_the_judge_with_the_slow_results_listener_once():

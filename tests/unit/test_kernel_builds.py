@@ -62,3 +62,12 @@ def test_the_entries_written_since_the_moment_are_named_by_their_kernel(tmp_path
                                                               "_fwd_kernel"]
     assert len(kernel_builds.names_since(200.0, str(tmp_path), limit=2)) == 2
     assert kernel_builds.names_since(0.0, str(tmp_path / "absent")) == []
+
+
+def test_the_directory_itself_tells_whether_anything_was_written_since(tmp_path):
+    make_entry(tmp_path, "a", 100.0)
+    os.utime(tmp_path, (100.0, 100.0))
+    assert kernel_builds.dir_written_since(99.0, str(tmp_path))
+    assert kernel_builds.dir_written_since(100.04, str(tmp_path))  # the file clock's slack
+    assert not kernel_builds.dir_written_since(101.0, str(tmp_path))
+    assert not kernel_builds.dir_written_since(0.0, str(tmp_path / "absent"))
