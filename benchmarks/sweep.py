@@ -231,6 +231,14 @@ def today() -> str:
     return _dt.date.today().isoformat()
 
 
+def log_stamp(wall_s: float) -> str:
+    """A wall-clock moment as the servers' log lines stamp theirs (SGLang: local time, to the
+    second), to the millisecond: where a level or a warm-up began among a server's lines.
+    Session 64 could not tell whether a server's slow first second of decoding was its warm-up
+    or its level."""
+    return _dt.datetime.fromtimestamp(wall_s).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
 # ------------------------------------------------------------------------------------------
 # progress
 
@@ -869,6 +877,7 @@ class Sweep:
                 row["output_tok_s_whole"] = st.output_tok_s(recs, res.window)
             self._server_side(row, samples, steady)
             row["level_wall_s"] = level_wall_s
+            row["level_began"] = log_stamp(t_wall)
             if leftover:  # what the cut-off left running and how long it took to clear
                 row["left_at_cutoff"] = leftover
             # the host's 1-minute load at the level's end: the same plain server's TPOT moved
@@ -1148,6 +1157,7 @@ class Sweep:
         if not self.cfg.warmup:
             return True
         t = time.time()
+        self.systems_info[sp.name]["warmup_began"] = log_stamp(t)
         try:
             await self.warmup(sp)
         except BenchError as e:

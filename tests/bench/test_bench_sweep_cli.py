@@ -544,3 +544,28 @@ def test_the_warm_up_runs_on_the_pinned_cpus_as_the_levels_do(tmp_path, fake_env
                    "--log-dir", str(tmp_path / "logs"), "--no-plot", *FAST])
     assert rc == 0
     assert events == ["warm-up", "pin", "warm-up done", "pin"]
+
+
+def test_each_level_and_warm_up_says_when_it_began_as_the_server_logs_stamp_lines(
+        tmp_path, fake_env, model_dirs):
+    """A server's log lines are read against the sweep's levels (session 64 could not tell a
+    warm-up's first second from a level's): each row and each system's warm-up carry their
+    start in the logs' form, local time, to the millisecond."""
+    import datetime
+
+    t, d = model_dirs
+    out = tmp_path / "results" / "2026-12-07-stamps.json"
+    before = datetime.datetime.now()
+    rc = cli.main(["sweep", "--target", str(t), "--draft", str(d), "--systems", "plain",
+                   "--concurrency", "1,2", "--new-tokens", "8", "--prompt-len", "8", "--out",
+                   str(out), "--log-dir", str(tmp_path / "logs"), "--no-plot", *FAST])
+    assert rc == 0
+    res = json.loads(out.read_text())
+
+    def parse(stamp):
+        return datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f")
+
+    warm = parse(res["systems"]["plain"]["warmup_began"])
+    levels = [parse(r["level_began"]) for r in res["rows"]]
+    assert before - datetime.timedelta(seconds=1) <= warm < levels[0] < levels[1]
+    assert schema.validate_file(out) == []
