@@ -112,9 +112,9 @@ async def warm_extend_shapes(disaggregation_mode: str, tokenizer_manager) -> Non
     async def warm(sizes: List[int], most: int, prefix: List[int], what: str) -> bool:
         """Each length of `sizes` as prompts of at most `most` tokens after `prefix`."""
         for size in sizes:
-            if not await _prefill(tokenizer_manager,
-                                  [prefix + prompt(n) for n in split(size, most)],
-                                  f"{size} tokens{what}"):
+            if not await send_at_once(tokenizer_manager,
+                                      [prefix + prompt(n) for n in split(size, most)],
+                                      f"{size} tokens{what}"):
                 return False
         return True
 
@@ -126,7 +126,7 @@ async def warm_extend_shapes(disaggregation_mode: str, tokenizer_manager) -> Non
     after = (ladder(largest_size(tokenizer_manager.server_args, after_longest))
              if prefix_cached and after_longest >= SMALLEST else [])
     prefix = prompt(SMALLEST)  # cached by its own prefill, then the prefix of every length
-    if after and not await _prefill(tokenizer_manager, [prefix], "the cached prefix"):
+    if after and not await send_at_once(tokenizer_manager, [prefix], "the cached prefix"):
         return
     if not await warm(after, after_longest, prefix, " after a cached prefix"):
         return
@@ -136,23 +136,28 @@ async def warm_extend_shapes(disaggregation_mode: str, tokenizer_manager) -> Non
                 together, len(after), SMALLEST)
 
 
-async def _prefill(tokenizer_manager, prompts: List[List[int]], what: str) -> bool:
-    """Greedy one-token prefills of `prompts`, sent at once so that the scheduler can batch
-    them into one extend. False: one failed (logged): the warm-up stops there, and what it did
-    not reach builds its kernels at first use."""
+async def send_at_once(tokenizer_manager, prompts: List[List[int]], what: str,
+                       new_tokens: int = 1, warmup: str = "extend") -> bool:
+    """Greedy requests of `prompts`, sent at once so that the scheduler can batch them (one
+    extend; with `new_tokens` > 1 also one decode batch, the end of text ignored). False: one
+    failed (logged): the warm-up stops there, and what it did not reach builds its kernels at
+    first use."""
     from sglang.srt.managers.io_struct import GenerateReqInput
 
+    params = {"max_new_tokens": new_tokens, "temperature": 0.0}
+    if new_tokens > 1:
+        params["ignore_eos"] = True
+
     async def one(input_ids: List[int]) -> None:
-        req = GenerateReqInput(input_ids=input_ids,
-                               sampling_params={"max_new_tokens": 1, "temperature": 0.0})
+        req = GenerateReqInput(input_ids=input_ids, sampling_params=dict(params))
         async for _ in tokenizer_manager.generate_request(req, None):
             pass
 
     results = await asyncio.gather(*(one(p) for p in prompts), return_exceptions=True)
     failed = [r for r in results if isinstance(r, BaseException)]
     if failed:  # a warm-up must never keep the server from starting
-        logger.warning("adaptive_spec: extend warm-up stopped at %s (%r); the rest builds its "
-                       "kernels at first use", what, failed[0])
+        logger.warning("adaptive_spec: %s warm-up stopped at %s (%r); the rest builds its "
+                       "kernels at first use", warmup, what, failed[0])
         return False
     return True
 

@@ -55,8 +55,10 @@ def parse_args(argv: list[str]):
         raise UsageError(f"invalid server arguments: {exc}") from None
     if cfg is not None:
         from .extend_warmup import add_by_default
+        from .switch_warmup import add_if_asked
 
         add_by_default(server_args, cfg)  # a full catch-up's kernels built at start
+        add_if_asked(server_args)  # a switch back on's, opt-in (ADAPTIVE_SPEC_WARM_SWITCH=1)
     return server_args, cfg
 
 
@@ -88,8 +90,10 @@ def main(argv: list[str] | None = None) -> None:
     from sglang.srt.utils import kill_process_tree
 
     from .extend_warmup import register as register_extend_warmup
+    from .switch_warmup import register as register_switch_warmup
 
     register_extend_warmup()  # `--warmups adaptive_spec_extend`, with or without our flags
+    register_switch_warmup()  # `--warmups adaptive_spec_switch` (runs only with our flags)
 
     try:
         run_server(server_args)

@@ -241,6 +241,19 @@ def test_the_extend_warmup_is_added_where_a_full_catchup_can_run(tiny_models, mo
     assert server_args.warmups == expected
 
 
+def test_the_switch_warmup_runs_after_the_extend_warmup_only_where_asked(tiny_models, monkeypatch):
+    """Opt-in (session 64): a switch back on's kernels built at start."""
+    target, draft = tiny_models
+    monkeypatch.delenv("ADAPTIVE_SPEC_WARM_EXTEND", raising=False)
+    monkeypatch.setenv("ADAPTIVE_SPEC_WARM_SWITCH", "1")
+    server_args, _ = parse_args(eagle_args(target, draft, "--attention-backend", "triton",
+                                           "--adaptive-spec-policy", "goodput"))
+    assert server_args.warmups == "adaptive_spec_extend,adaptive_spec_switch"
+    plain_args, cfg = parse_args(["--model-path", target, "--device", "cpu", "--skip-tokenizer-init",
+                                  "--attention-backend", "triton"])
+    assert cfg is None and plain_args.warmups is None  # no flags of ours: nothing to switch
+
+
 def test_no_extend_warmup_without_our_flags_or_where_the_catchup_cannot_run(tiny_models):
     target, draft = tiny_models
     plain_args, cfg = parse_args(["--model-path", target, "--device", "cpu", "--skip-tokenizer-init",

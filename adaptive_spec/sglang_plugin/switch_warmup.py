@@ -1,0 +1,113 @@
+"""`--warmups adaptive_spec_switch` (opt-in: `ADAPTIVE_SPEC_WARM_SWITCH=1`): a few short
+requests decoded with drafting forced to flap (off and on every FLAP_STEPS decode steps), at
+batch sizes 1, 3 and 16, so that the kernels of a switch back on (SGLang's catch-up step and
+our full catch-up) are built at start-up instead of in the first switch while requests wait.
+The server's own setting (`force`) is restored afterwards.
+
+Why: GPU, session 64 (H100, Qwen3-MoE layout, one request): goodput's first two switches on
+took 99 and 92 ms while Triton built `assign_draft_cache_locs_contiguous` and
+`fill_bonus_tokens` (later switches 6-11 ms); session 63 saw such first-use builds of
+`assign_extend_cache_locs` and `assign_req_to_token_pool` in 110-590-ms results in a server's
+first seconds. Triton specialises integer arguments on being 1 and on divisibility by 16,
+hence the three sizes. Each request decodes FLAP_STEPS x 5 tokens: two switches on and more.
+
+Not on by default: it has not run on a GPU yet. Its samples go to the policy like any (a result
+in which a kernel was built is no sample: `slow_results.KernelBuildStall`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from typing import List, Optional
+
+from . import kernel_builds
+from .extend_warmup import send_at_once
+
+logger = logging.getLogger("adaptive_spec")
+
+NAME = "adaptive_spec_switch"
+ENV = "ADAPTIVE_SPEC_WARM_SWITCH"
+FLAP_STEPS = 4
+BATCH_SIZES = (1, 3, 16)
+PROMPT_TOKENS = 24
+NEW_TOKENS = 5 * FLAP_STEPS
+
+
+async def warm_switch_shapes(disaggregation_mode: str, tokenizer_manager) -> None:
+    from ..config import AdaptiveSpecConfig
+
+    cfg = AdaptiveSpecConfig.from_env()
+    if cfg is None:  # a server without our flags has no switches to warm
+        return
+    if disaggregation_mode != "null":
+        logger.warning("adaptive_spec: switch warm-up skipped on a disaggregated server")
+        return
+    if not await _set_force(tokenizer_manager, cfg, f"flap:{FLAP_STEPS}"):
+        return
+    began = time.time()
+    warmed: List[int] = []
+    try:
+        vocab = max(2, min(int(tokenizer_manager.model_config.vocab_size), 32000))
+        rng = random.Random(1)
+        for n in _sizes(tokenizer_manager):
+            prompts = [[rng.randrange(1, vocab) for _ in range(PROMPT_TOKENS)] for _ in range(n)]
+            if not await send_at_once(tokenizer_manager, prompts, f"{n} requests flapping",
+                                      new_tokens=NEW_TOKENS, warmup="switch"):
+                break
+            warmed.append(n)
+    finally:
+        restored = await _set_force(tokenizer_manager, cfg, cfg.force)
+    built = kernel_builds.built_since(began)
+    logger.info("adaptive_spec: switch warm-up: drafting flapped every %d steps at %s requests "
+                "(%s kernels built meanwhile, any process); the configured force (%s) %s",
+                FLAP_STEPS, " / ".join(map(str, warmed)) or "no", "?" if built is None else built,
+                cfg.force or "none", "restored" if restored else "NOT restored")
+
+
+def _sizes(tokenizer_manager) -> List[int]:
+    """BATCH_SIZES that the server runs at once (its `max_running_requests`, when set)."""
+    most = getattr(tokenizer_manager.server_args, "max_running_requests", None) or max(BATCH_SIZES)
+    return [n for n in BATCH_SIZES if n <= most]
+
+
+async def _set_force(tokenizer_manager, cfg, force: Optional[str]) -> bool:
+    """Set `force` on every scheduler (SGLang's set_internal_state, our numbers: status.py)."""
+    from sglang.srt.managers.io_struct import SetInternalStateReq
+
+    from .status import encode_changes, validate_changes
+
+    try:
+        numbers = encode_changes(validate_changes(cfg, {"force": force}), ["force"])
+        updated = await tokenizer_manager.set_internal_state(SetInternalStateReq(server_args=numbers))
+    except Exception as exc:  # a warm-up must never keep the server from starting
+        logger.warning("adaptive_spec: switch warm-up could not set force=%s (%r)", force, exc)
+        return False
+    if not updated or not all(updated):
+        logger.warning("adaptive_spec: switch warm-up: force=%s rejected by a scheduler", force)
+        return False
+    return True
+
+
+def add_if_asked(server_args) -> bool:
+    """Append NAME to SGLang's `warmups` (after the extend warm-up, whose kernels a full catch-up
+    also runs) when ENV is "1"."""
+    if os.environ.get(ENV, "0") != "1":
+        return False
+    names = [n for n in (getattr(server_args, "warmups", None) or "").split(",") if n]
+    if NAME not in names:
+        server_args.warmups = ",".join(names + [NAME])
+    return True
+
+
+def register() -> bool:
+    """Make `--warmups adaptive_spec_switch` known to SGLang (the HTTP server's process)."""
+    try:
+        from sglang.srt.entrypoints.warmup import warmup
+    except ImportError as exc:
+        logger.warning("adaptive_spec: no SGLang warm-up hook (%r); the switch warm-up does not run", exc)
+        return False
+    warmup(NAME)(warm_switch_shapes)
+    return True
