@@ -81,7 +81,8 @@ async def _set_force(tokenizer_manager, cfg, force: Optional[str]) -> bool:
 
     try:
         numbers = encode_changes(validate_changes(cfg, {"force": force}), ["force"])
-        updated = await tokenizer_manager.set_internal_state(SetInternalStateReq(server_args=numbers))
+        updated = await tokenizer_manager.set_internal_state(
+            SetInternalStateReq(server_args=numbers))
     except Exception as exc:  # a warm-up must never keep the server from starting
         logger.warning("adaptive_spec: switch warm-up could not set force=%s (%r)", force, exc)
         return False
@@ -107,7 +108,8 @@ def register() -> bool:
     try:
         from sglang.srt.entrypoints.warmup import warmup
     except ImportError as exc:
-        logger.warning("adaptive_spec: no SGLang warm-up hook (%r); the switch warm-up does not run", exc)
+        logger.warning("adaptive_spec: no SGLang warm-up hook (%r); the switch warm-up does not "
+                       "run", exc)
         return False
     warmup(NAME)(warm_switch_shapes)
     return True
