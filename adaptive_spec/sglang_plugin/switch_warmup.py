@@ -34,6 +34,7 @@ FLAP_STEPS = 4
 BATCH_SIZES = (1, 3, 16)
 PROMPT_TOKENS = 24
 NEW_TOKENS = 5 * FLAP_STEPS
+RESTORE_TRIES = 3
 
 
 async def warm_switch_shapes(disaggregation_mode: str, tokenizer_manager) -> None:
@@ -58,13 +59,26 @@ async def warm_switch_shapes(disaggregation_mode: str, tokenizer_manager) -> Non
                                       new_tokens=NEW_TOKENS, warmup="switch"):
                 break
             warmed.append(n)
+    except Exception as exc:  # noqa: BLE001 - a warm-up must never keep the server from starting
+        logger.warning("adaptive_spec: switch warm-up stopped (%r)", exc)
     finally:
-        restored = await _set_force(tokenizer_manager, cfg, cfg.force)
+        restored = await _restore(tokenizer_manager, cfg)
     built = kernel_builds.built_since(began)
     logger.info("adaptive_spec: switch warm-up: drafting flapped every %d steps at %s requests "
                 "(%s kernels built meanwhile, any process); the configured force (%s) %s",
                 FLAP_STEPS, " / ".join(map(str, warmed)) or "no", "?" if built is None else built,
                 cfg.force or "none", "restored" if restored else "NOT restored")
+
+
+async def _restore(tokenizer_manager, cfg, tries: int = RESTORE_TRIES) -> bool:
+    """The configured `force` back (a server left flapping would serve at the cost of a switch
+    every FLAP_STEPS steps): a few tries, then an error line that says so."""
+    for _ in range(tries):
+        if await _set_force(tokenizer_manager, cfg, cfg.force):
+            return True
+    logger.error("adaptive_spec: switch warm-up could not restore force=%s: drafting flaps every "
+                 "%d steps until POST /adaptive_spec/config sets it", cfg.force, FLAP_STEPS)
+    return False
 
 
 def _sizes(tokenizer_manager) -> List[int]:

@@ -14,7 +14,8 @@ FORCE = "adaptive_spec.force"
 
 class FakeTokenizerManager:
     """Records the settings sent to the schedulers and the requests, in order; `fail_at`: the
-    request index whose generation raises; `reject`: set_internal_state answers not updated."""
+    request index whose generation raises; `reject`: set_internal_state answers not updated
+    (from the `reject`-th call on, when a number)."""
 
     def __init__(self, max_running=None, fail_at=None, reject=False):
         self.server_args = types.SimpleNamespace(max_running_requests=max_running)
@@ -23,8 +24,11 @@ class FakeTokenizerManager:
         self.fail_at, self.reject = fail_at, reject
 
     async def set_internal_state(self, obj):
+        calls = sum(1 for e in self.events if e[0] == "set")
         self.events.append(("set", dict(obj.server_args)))
-        return [not self.reject]
+        if isinstance(self.reject, bool):
+            return [not self.reject]
+        return [calls < self.reject]
 
     async def generate_request(self, req, request):
         index = sum(1 for e in self.events if e[0] == "request")
@@ -97,3 +101,19 @@ def test_it_is_registered_with_sglangs_warm_up_hook_and_skips_a_server_without_o
     asyncio.run(sglang_warmup.execute_warmups("null", [switch_warmup.NAME], tm))
     assert tm.events == []
 
+
+
+def test_a_setting_that_cannot_be_restored_is_retried_then_said_in_an_error_line(monkeypatch,
+                                                                                  caplog):
+    caplog.set_level("INFO", logger="adaptive_spec")
+    sets, requests = run(FakeTokenizerManager(reject=1), monkeypatch)  # only the first applies
+    assert len(requests) == 20 and sets[1:] == [{FORCE: 0}] * switch_warmup.RESTORE_TRIES
+    assert "could not restore force=None" in caplog.text and "NOT restored" in caplog.text
+
+
+def test_an_unexpected_error_stops_it_without_stopping_the_server(monkeypatch, caplog):
+    tm = FakeTokenizerManager()
+    tm.model_config = None  # no vocabulary size to read
+    sets, requests = run(tm, monkeypatch)
+    assert requests == [] and sets[-1] == {FORCE: 0}
+    assert "switch warm-up stopped" in caplog.text
