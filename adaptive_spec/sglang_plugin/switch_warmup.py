@@ -47,6 +47,7 @@ async def warm_switch_shapes(disaggregation_mode: str, tokenizer_manager) -> Non
         logger.warning("adaptive_spec: switch warm-up skipped on a disaggregated server")
         return
     if not await _set_force(tokenizer_manager, cfg, f"flap:{FLAP_STEPS}"):
+        await _restore(tokenizer_manager, cfg)  # where some schedulers took it and others not
         return
     began = time.time()
     warmed: List[int] = []

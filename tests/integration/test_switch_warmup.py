@@ -72,7 +72,8 @@ def test_a_failed_request_stops_it_and_the_setting_is_still_restored(monkeypatch
 
 def test_nothing_is_sent_when_the_schedulers_refuse_the_setting(monkeypatch, caplog):
     sets, requests = run(FakeTokenizerManager(reject=True), monkeypatch)
-    assert requests == [] and len(sets) == 1
+    # the setting sent back as it was (data parallel: some may have taken the flapping)
+    assert requests == [] and sets == [{FORCE: 4}] + [{FORCE: 0}] * switch_warmup.RESTORE_TRIES
     assert "rejected by a scheduler" in caplog.text
 
 
