@@ -26,6 +26,8 @@
 #      (no fixed cost of our path), and goodput ran plain through the level on a switch price
 #      read from catch-ups that built kernels (no samples since); next, whether it drafts now:
 #      SYSTEMS=adaptive-spec:goodput,adaptive-spec:forced-on,eagle3 CONC=1 PASSES=2.
+#      ADAPTIVE_SPEC_WARM_SWITCH=1 (the servers inherit it) adds the opt-in switch warm-up; the
+#      tail then shows its line, and any kernel still built in a slow result after it.
 #   m1 | fs | ms | ...: session 48's and earlier calls (call_s48.sh), on the code as it stands.
 # Usage (repo root, .bundle and .device carried):
 #   [DIAL=0.7] [LAYOUT=moe|ds] bash scripts/device/call_s59.sh m4

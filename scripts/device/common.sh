@@ -283,8 +283,9 @@ pack_logs() {
 # then the logs packed into $OUT/$1 (pack_logs).
 log_report() {
   local archive=$1; shift
-  # since session 61 also the extend warm-up's line and the slow results' kernel builds
-  grep -h -i -E "full catch-up|plain off path|Traceback|Error|kernels warmed|kernels built in" \
+  # since session 61 also the extend warm-up's line and the slow results' kernel builds; since
+  # session 64 the opt-in switch warm-up's (ADAPTIVE_SPEC_WARM_SWITCH=1)
+  grep -h -i -E "full catch-up|plain off path|Traceback|Error|kernels warmed|kernels built in|switch warm-up" \
     "$@" \
     | grep -v -e openai_harmony -e "Responses API" | sort | uniq -c | head -20
   pack_logs "$archive" "$@"
