@@ -170,19 +170,30 @@ def add_by_default(server_args, cfg) -> bool:
     if (os.environ.get(ENV, "1") == "0" or cfg.catchup == "newest" or cfg.off_path != "plain"
             or ineligible(server_args) is not None):
         return False
-    names = [n for n in (getattr(server_args, "warmups", None) or "").split(",") if n]
-    if NAME not in names:
-        server_args.warmups = ",".join(names + [NAME])
+    append_warmup(server_args, NAME)
     return True
+
+
+def append_warmup(server_args, name: str) -> None:
+    """`name` appended to SGLang's comma-separated `warmups`, unless already there."""
+    names = [n for n in (getattr(server_args, "warmups", None) or "").split(",") if n]
+    if name not in names:
+        server_args.warmups = ",".join(names + [name])
 
 
 def register() -> bool:
     """Make `--warmups adaptive_spec_extend` known to SGLang (the HTTP server's process). An
     SGLang without the hook (not 0.5.16 or 0.5.23) only logs: its warm-up then skips the name."""
+    return register_warmup(NAME, warm_extend_shapes, "extend")
+
+
+def register_warmup(name: str, fn, what: str) -> bool:
+    """`fn` as SGLang's custom warm-up `name` (False, logged, where SGLang has no such hook)."""
     try:
         from sglang.srt.entrypoints.warmup import warmup
     except ImportError as exc:
-        logger.warning("adaptive_spec: no SGLang warm-up hook (%r); the extend warm-up does not run", exc)
+        logger.warning("adaptive_spec: no SGLang warm-up hook (%r); the %s warm-up does not "
+                       "run", exc, what)
         return False
-    warmup(NAME)(warm_extend_shapes)
+    warmup(name)(fn)
     return True

@@ -24,7 +24,7 @@ import time
 from typing import List, Optional
 
 from . import kernel_builds
-from .extend_warmup import send_at_once
+from .extend_warmup import append_warmup, register_warmup, send_at_once
 
 logger = logging.getLogger("adaptive_spec")
 
@@ -112,19 +112,10 @@ def add_if_asked(server_args) -> bool:
     also runs) when ENV is "1"."""
     if os.environ.get(ENV, "0") != "1":
         return False
-    names = [n for n in (getattr(server_args, "warmups", None) or "").split(",") if n]
-    if NAME not in names:
-        server_args.warmups = ",".join(names + [NAME])
+    append_warmup(server_args, NAME)
     return True
 
 
 def register() -> bool:
     """Make `--warmups adaptive_spec_switch` known to SGLang (the HTTP server's process)."""
-    try:
-        from sglang.srt.entrypoints.warmup import warmup
-    except ImportError as exc:
-        logger.warning("adaptive_spec: no SGLang warm-up hook (%r); the switch warm-up does not "
-                       "run", exc)
-        return False
-    warmup(NAME)(warm_switch_shapes)
-    return True
+    return register_warmup(NAME, warm_switch_shapes, "switch")
