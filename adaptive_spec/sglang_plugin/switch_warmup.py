@@ -6,10 +6,13 @@ The server's own setting (`force`) is restored afterwards.
 
 Why: GPU, session 64 (H100, Qwen3-MoE layout, one request): goodput's first two switches on
 took 99 and 92 ms while Triton built `assign_draft_cache_locs_contiguous` and
-`fill_bonus_tokens` (later switches 6-11 ms); session 63 saw such first-use builds of
-`assign_extend_cache_locs` and `assign_req_to_token_pool` in 110-590-ms results in a server's
-first seconds. Triton specialises integer arguments on being 1 and on divisibility by 16,
-hence the three sizes. Each request decodes FLAP_STEPS x 5 tokens: two switches on and more.
+`fill_bonus_tokens` (5.6-11.3 ms a switch in the session's other calls); session 63 saw such
+first-use builds of `assign_extend_cache_locs` and `assign_req_to_token_pool` in 110-590-ms
+results in a server's first seconds. Triton specialises integer arguments on being 1 and on
+divisibility by 16, hence the three sizes. An off run gives FLAP_STEPS tokens and an on run at
+most FLAP_STEPS x (max steps + 1), all drafts accepted: each request decodes enough for two
+such cycles and an off run (`new_tokens`), so it meets at least two switches on whatever its
+draft's acceptance.
 
 Not on by default: it has not run on a GPU yet. Its samples go to the policy like any (a result
 in which a kernel was built is no sample: `slow_results.KernelBuildStall`).
@@ -33,7 +36,6 @@ ENV = "ADAPTIVE_SPEC_WARM_SWITCH"
 FLAP_STEPS = 4
 BATCH_SIZES = (1, 3, 16)
 PROMPT_TOKENS = 24
-NEW_TOKENS = 5 * FLAP_STEPS
 RESTORE_TRIES = 3
 
 
@@ -57,7 +59,7 @@ async def warm_switch_shapes(disaggregation_mode: str, tokenizer_manager) -> Non
         for n in _sizes(tokenizer_manager):
             prompts = [[rng.randrange(1, vocab) for _ in range(PROMPT_TOKENS)] for _ in range(n)]
             if not await send_at_once(tokenizer_manager, prompts, f"{n} requests flapping",
-                                      new_tokens=NEW_TOKENS, warmup="switch"):
+                                      new_tokens=new_tokens(cfg), warmup="switch"):
                 break
             warmed.append(n)
     except Exception as exc:  # noqa: BLE001 - a warm-up must never keep the server from starting
@@ -80,6 +82,13 @@ async def _restore(tokenizer_manager, cfg, tries: int = RESTORE_TRIES) -> bool:
     logger.error("adaptive_spec: switch warm-up could not restore force=%s: drafting flaps every "
                  "%d steps until POST /adaptive_spec/config sets it", cfg.force, FLAP_STEPS)
     return False
+
+
+def new_tokens(cfg) -> int:
+    """Tokens a request decodes: two off + on cycles at the most tokens an on run can give,
+    then an off run (max steps 3: 44)."""
+    cycle = FLAP_STEPS + FLAP_STEPS * (cfg.max_steps + 1)
+    return 2 * cycle + FLAP_STEPS
 
 
 def _sizes(tokenizer_manager) -> List[int]:

@@ -52,9 +52,14 @@ def test_it_flaps_drafting_at_three_batch_sizes_then_restores_the_setting(monkey
     assert sets == [{FORCE: switch_warmup.FLAP_STEPS}, {FORCE: 0}]  # flap:4, then none again
     assert tm.events[0][0] == "set" and tm.events[-1][0] == "set"  # around every request
     assert len(requests) == 1 + 3 + 16
-    assert all(r.sampling_params == {"max_new_tokens": switch_warmup.NEW_TOKENS,
+    # two switches on at least, however many tokens a drafting step gives (3 steps: up to 4)
+    assert all(r.sampling_params == {"max_new_tokens": 2 * (4 + 4 * 4) + 4,
                                      "temperature": 0.0, "ignore_eos": True} for r in requests)
     assert all(len(r.input_ids) == switch_warmup.PROMPT_TOKENS for r in requests)
+
+
+def test_longer_chains_decode_longer_requests():
+    assert switch_warmup.new_tokens(AdaptiveSpecConfig(max_steps=7)) == 2 * (4 + 4 * 8) + 4
 
 
 def test_a_forced_server_gets_its_own_setting_back(monkeypatch):
@@ -108,7 +113,7 @@ def test_a_setting_that_cannot_be_restored_is_retried_then_said_in_an_error_line
                                                                                   caplog):
     caplog.set_level("INFO", logger="adaptive_spec")
     sets, requests = run(FakeTokenizerManager(reject=1), monkeypatch)  # only the first applies
-    assert len(requests) == 20 and sets[1:] == [{FORCE: 0}] * switch_warmup.RESTORE_TRIES
+    assert len(requests) == 1 + 3 + 16 and sets[1:] == [{FORCE: 0}] * switch_warmup.RESTORE_TRIES
     assert "could not restore force=None" in caplog.text and "NOT restored" in caplog.text
 
 
