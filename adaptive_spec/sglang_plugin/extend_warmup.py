@@ -54,7 +54,7 @@ import asyncio
 import logging
 import os
 import random
-from typing import List
+from typing import Callable, List
 
 logger = logging.getLogger("adaptive_spec")
 
@@ -103,11 +103,7 @@ async def warm_extend_shapes(disaggregation_mode: str, tokenizer_manager) -> Non
         return
     longest = longest_prompt(tokenizer_manager.server_args, tokenizer_manager.context_len)
     largest = largest_size(tokenizer_manager.server_args, longest)
-    vocab = max(2, min(int(tokenizer_manager.model_config.vocab_size), 32000))
-    rng = random.Random(0)
-
-    def prompt(n: int) -> List[int]:
-        return [rng.randrange(1, vocab) for _ in range(n)]
+    prompt = prompt_maker(tokenizer_manager, seed=0)
 
     async def warm(sizes: List[int], most: int, prefix: List[int], what: str) -> bool:
         """Each length of `sizes` as prompts of at most `most` tokens after `prefix`."""
@@ -134,6 +130,14 @@ async def warm_extend_shapes(disaggregation_mode: str, tokenizer_manager) -> Non
     logger.info("adaptive_spec: extend kernels warmed for %d lengths, %d to %d tokens%s, and %d "
                 "lengths after a cached %d-token prefix", len(sizes), sizes[0], sizes[-1],
                 together, len(after), SMALLEST)
+
+
+def prompt_maker(tokenizer_manager, seed: int) -> Callable[[int], List[int]]:
+    """`prompt(n)`: n random token ids of the model's vocabulary (its first 32,000 at most),
+    the same ones for the same seed."""
+    vocab = max(2, min(int(tokenizer_manager.model_config.vocab_size), 32000))
+    rng = random.Random(seed)
+    return lambda n: [rng.randrange(1, vocab) for _ in range(n)]
 
 
 async def send_at_once(tokenizer_manager, prompts: List[List[int]], what: str,

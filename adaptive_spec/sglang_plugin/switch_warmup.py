@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import time
 from typing import List, Optional
 
 from . import kernel_builds
-from .extend_warmup import append_warmup, register_warmup, send_at_once
+from .extend_warmup import append_warmup, prompt_maker, register_warmup, send_at_once
 
 logger = logging.getLogger("adaptive_spec")
 
@@ -54,10 +53,9 @@ async def warm_switch_shapes(disaggregation_mode: str, tokenizer_manager) -> Non
     began = time.time()
     warmed: List[int] = []
     try:
-        vocab = max(2, min(int(tokenizer_manager.model_config.vocab_size), 32000))
-        rng = random.Random(1)
+        prompt = prompt_maker(tokenizer_manager, seed=1)
         for n in _sizes(tokenizer_manager):
-            prompts = [[rng.randrange(1, vocab) for _ in range(PROMPT_TOKENS)] for _ in range(n)]
+            prompts = [prompt(PROMPT_TOKENS) for _ in range(n)]
             if not await send_at_once(tokenizer_manager, prompts, f"{n} requests flapping",
                                       new_tokens=new_tokens(cfg), warmup="switch"):
                 break
