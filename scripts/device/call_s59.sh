@@ -28,6 +28,10 @@
 #      SYSTEMS=adaptive-spec:goodput,adaptive-spec:forced-on,eagle3 CONC=1 PASSES=2.
 #      ADAPTIVE_SPEC_WARM_SWITCH=1 (the servers inherit it) adds the opt-in switch warm-up; the
 #      tail then shows its line, and any kernel still built in a slow result after it.
+#      Since session 65 SYSTEMS may name adaptive-spec:goodput-warm: goodput with that warm-up
+#      on its command line (`--warmups adaptive_spec_extend,adaptive_spec_switch`), so one run
+#      holds goodput with and without it, e.g. SYSTEMS=adaptive-spec:goodput,
+#      adaptive-spec:goodput-warm,eagle3 CONC=1 PASSES=2.
 #   m1 | fs | ms | ...: session 48's and earlier calls (call_s48.sh), on the code as it stands.
 # Usage (repo root, .bundle and .device carried):
 #   [DIAL=0.7] [LAYOUT=moe|ds] bash scripts/device/call_s59.sh m4
@@ -39,6 +43,8 @@ PREFILL_GRAPH=${PREFILL_GRAPH:-breakable}  # SGLang's default, which common.sh t
 source scripts/device/common.sh
 say "code digest ${ADAPTIVE_SPEC_CODE_DIGEST:-unknown}"
 GOODPUT="adaptive-spec:goodput=--adaptive-spec-policy goodput"  # RUN_FLAGS add its decision log
+WARM_SWITCH="adaptive-spec:goodput-warm=--adaptive-spec-policy goodput"
+WARM_SWITCH+=" --warmups adaptive_spec_extend,adaptive_spec_switch"
 dial_draft m4
 LAYOUT=${LAYOUT:-moe}
 case "$LAYOUT" in
@@ -62,9 +68,11 @@ say "systems in order: $ORDERED"
 sweep 0 "$TAG-$LAYOUT" "$PAIR/target" "$PAIR/draft-${DRAFT/:/-}" "$ORDERED" \
   --concurrency "${CONC:-$LEVELS}" --repeat "${PASSES:-1}" --start-mode "$START" \
   --start-timeout-s 360 ${LEVEL_S:+--time-budget-s "$LEVEL_S"} --system-args "$GOODPUT" \
-  > "/tmp/tail-$TAG.txt"
+  --system-args "$WARM_SWITCH" > "/tmp/tail-$TAG.txt"
 keep_ours_logs "$TAG" "$LAYOUT"
-for s in forced-on forced-off; do  # an empty file for one not in this run
+grep -h "adaptive_spec samples" "/tmp/logs-$TAG-$LAYOUT/server-adaptive-spec_goodput-warm.log" \
+  > "$OUT/samples-$TAG-goodput-warm.txt" 2> /dev/null
+for s in forced-on forced-off goodput-warm; do  # an empty file for one not in this run
   [[ ",$ORDERED," == *",adaptive-spec:$s,"* ]] || rm -f "$OUT/samples-$TAG-$s.txt"
 done
 # this layout's logs only: a warm machine keeps an earlier call's (session 61's call 3 packed
