@@ -86,6 +86,7 @@ def test_the_runs_written_for_the_next_gpu_session_use_only_flags_that_exist():
 
     from adaptive_spec.bench import cli, sample_summary
     from adaptive_spec.sglang_plugin.args import add_adaptive_spec_args
+    from sglang.srt.server_args import ServerArgs
 
     server = argparse.ArgumentParser()
     add_adaptive_spec_args(server)
@@ -95,7 +96,9 @@ def test_the_runs_written_for_the_next_gpu_session_use_only_flags_that_exist():
     for tool in Path(sample_summary.__file__).parent.glob("*.py"):
         known |= set(re.findall(r'add_argument\(\s*"(--[a-z0-9-]+)"', tool.read_text()))
     known |= {f"--{view[0]}" for view in sample_summary.VIEWS}  # added in a loop
-    known |= {"--stream-interval", "--max-running-requests"}  # SGLang's, through --server-arg
+    sglang = argparse.ArgumentParser()  # SGLang's own, through --server-arg or a system's args
+    ServerArgs.add_cli_args(sglang)
+    known |= _option_strings(sglang)
     known |= {"--query-gpu", "--format"}  # nvidia-smi's
     known |= {"--layers"}  # the model builder's shape overrides, added in a loop
     for name in ("call_s37.sh", "call_s38.sh", "call_s39.sh", "call_s40.sh", "call_s41.sh",
