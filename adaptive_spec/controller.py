@@ -677,6 +677,23 @@ class Controller:
         self.last = None
         self._off_streak = 0
 
+    def relearn(self) -> None:
+        """The configured policy afresh and the acceptance zeroed, the settings and counters
+        kept: what they learned from a start-up warm-up (short random prompts decoded with
+        drafting forced to flap) is not the load the server will serve. GPU, session 65: the
+        switch warm-up left step cells of 34-56 ms and switch prices of 71-146 ms (its kernel
+        builds) at 4 and 16 requests for the first requests there to start from."""
+        self.policy = make_policy(self.cfg, self.reducer)
+        self.acceptance = AcceptanceStats(ema_alpha=self.cfg.accept_ema_alpha)
+        self._flush()  # the decisions still pending are booked under `last`
+        self.last = None
+        self._off_streak = 0
+        # samples still held for the old policy (a switch's price being gathered, a result
+        # waiting for the next one's mode): the warm-up's too, and as they began at start
+        self._switch_on = self._held_off_sample = self._realized_held = None
+        self._realized_drafting, self._realized_run = None, 0
+        logger.info("adaptive_spec: rank %d starts learning afresh", self.rank)
+
     def reset_stats(self) -> None:
         """Zero the counters and acceptance (benchmarks measure one mode at a time)."""
         self.acceptance = AcceptanceStats(ema_alpha=self.cfg.accept_ema_alpha)

@@ -129,9 +129,12 @@ def around_set_internal_state(orig, sched, recv_req, *args, **kwargs):
         return SetInternalStateReqOutput(updated=False)
     changes = decode_changes(ours)
     reset = changes.pop("reset_stats", None)
+    relearn = changes.pop("relearn", None)
     try:
         if changes:
             ctl.update_settings(validate_changes(ctl.cfg, changes))
+        if relearn:
+            ctl.relearn()
         if reset:
             ctl.reset_stats()
     except (SettingsError, ValueError) as exc:
@@ -171,6 +174,7 @@ def install_routes(app) -> None:
         except Exception:
             return JSONResponse({"ok": False, "error": "body is not JSON"}, status_code=400)
         reset = isinstance(changes, dict) and changes.pop("reset_stats", False)
+        relearn = isinstance(changes, dict) and changes.pop("relearn", False)
         ranks = await _rank_states()
         if not ranks or not ranks[0]:
             return JSONResponse({"ok": False, "error": "adaptive-spec is not active"}, status_code=409)
@@ -187,6 +191,8 @@ def install_routes(app) -> None:
             numbers = encode_changes(new, changes.keys())
         if reset:
             numbers[PREFIX + "reset_stats"] = 1
+        if relearn:
+            numbers[PREFIX + "relearn"] = 1
         if not numbers:
             return JSONResponse({"ok": False, "error": "expected a non-empty JSON object of settings"}, status_code=400)
         updated = await http_server._global_state.tokenizer_manager.set_internal_state(
@@ -194,4 +200,5 @@ def install_routes(app) -> None:
         )
         ok = bool(updated) and all(updated)
         logger.info("adaptive_spec: settings change %s -> %s", changes, "applied" if ok else "rejected")
-        return JSONResponse({"ok": ok, "changed": changes, "reset_stats": bool(reset)}, status_code=200 if ok else 400)
+        return JSONResponse({"ok": ok, "changed": changes, "reset_stats": bool(reset),
+                             "relearn": bool(relearn)}, status_code=200 if ok else 400)

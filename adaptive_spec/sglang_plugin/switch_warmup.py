@@ -14,8 +14,10 @@ most FLAP_STEPS x (max steps + 1), all drafts accepted: each request decodes eno
 such cycles and an off run (`new_tokens`), so it meets at least two switches on whatever its
 draft's acceptance.
 
-Not on by default: it has not run on a GPU yet. Its samples go to the policy like any (a result
-in which a kernel was built is no sample: `slow_results.KernelBuildStall`).
+Not on by default. GPU, session 65 (H100, Qwen3-MoE layout): it ran (22 kernels built during it,
+none in a slow result of the level after it), and its flaps had taught the goodput policy step
+cells of 34-56 ms and switch prices of 71-146 ms at 4 and 16 requests; since, the restore makes
+the policy start afresh (`Controller.relearn`), not run on a GPU yet.
 """
 
 from __future__ import annotations
@@ -62,8 +64,8 @@ async def warm_switch_shapes(disaggregation_mode: str, tokenizer_manager) -> Non
             warmed.append(n)
     except Exception as exc:  # noqa: BLE001 - a warm-up must never keep the server from starting
         logger.warning("adaptive_spec: switch warm-up stopped (%r)", exc)
-    finally:
-        restored = await _restore(tokenizer_manager, cfg)
+    finally:  # the policy forgets the flaps (`Controller.relearn`) as the setting comes back
+        restored = await _restore(tokenizer_manager, cfg, relearn=True)
     built = kernel_builds.built_since(began)
     logger.info("adaptive_spec: switch warm-up: drafting flapped every %d steps at %s requests "
                 "(%s kernels built meanwhile, any process); the configured force (%s) %s",
@@ -71,11 +73,13 @@ async def warm_switch_shapes(disaggregation_mode: str, tokenizer_manager) -> Non
                 cfg.force or "none", "restored" if restored else "NOT restored")
 
 
-async def _restore(tokenizer_manager, cfg, tries: int = RESTORE_TRIES) -> bool:
+async def _restore(tokenizer_manager, cfg, tries: int = RESTORE_TRIES,
+                   relearn: bool = False) -> bool:
     """The configured `force` back (a server left flapping would serve at the cost of a switch
-    every FLAP_STEPS steps): a few tries, then an error line that says so."""
+    every FLAP_STEPS steps): a few tries, then an error line that says so. `relearn`: in the
+    same request, the policy starts afresh (what it learned from the flaps is not the load)."""
     for _ in range(tries):
-        if await _set_force(tokenizer_manager, cfg, cfg.force):
+        if await _set_force(tokenizer_manager, cfg, cfg.force, relearn):
             return True
     logger.error("adaptive_spec: switch warm-up could not restore force=%s: drafting flaps every "
                  "%d steps until POST /adaptive_spec/config sets it", cfg.force, FLAP_STEPS)
@@ -95,14 +99,17 @@ def _sizes(tokenizer_manager) -> List[int]:
     return [n for n in BATCH_SIZES if n <= most]
 
 
-async def _set_force(tokenizer_manager, cfg, force: Optional[str]) -> bool:
-    """Set `force` on every scheduler (SGLang's set_internal_state, our numbers: status.py)."""
+async def _set_force(tokenizer_manager, cfg, force: Optional[str], relearn: bool = False) -> bool:
+    """Set `force` on every scheduler (SGLang's set_internal_state, our numbers: status.py),
+    with `relearn` (`Controller.relearn`) in the same request when asked."""
     from sglang.srt.managers.io_struct import SetInternalStateReq
 
-    from .status import encode_changes, validate_changes
+    from .status import PREFIX, encode_changes, validate_changes
 
     try:
         numbers = encode_changes(validate_changes(cfg, {"force": force}), ["force"])
+        if relearn:
+            numbers[PREFIX + "relearn"] = 1
         updated = await tokenizer_manager.set_internal_state(
             SetInternalStateReq(server_args=numbers))
     except Exception as exc:  # a warm-up must never keep the server from starting

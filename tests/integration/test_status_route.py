@@ -73,6 +73,20 @@ def test_runtime_change_applies_and_bad_value_is_rejected(client):
     assert client.post("/adaptive_spec/config", content=b"{nope").status_code == 400
 
 
+def test_an_operator_can_make_the_policy_learn_afresh(client):
+    """{"relearn": true}: the configured policy restarts from its settings (after a change of
+    model, draft or hardware under a running server, say), alone or with settings."""
+    ctl = state.get_controller()
+    old = ctl.policy
+    ok = client.post("/adaptive_spec/config", json={"relearn": True})
+    assert ok.status_code == 200 and ok.json()["relearn"] is True
+    assert ctl.policy is not old and ctl.cfg == AdaptiveSpecConfig(threshold=32)
+    old = ctl.policy
+    ok = client.post("/adaptive_spec/config", json={"force": "off", "relearn": True})
+    assert ok.status_code == 200 and ctl.cfg.force == "off" and ctl.policy is not old
+    assert ctl.decide(4).steps == 0  # the force stays over the fresh policy
+
+
 @pytest.mark.parametrize("key, value", [("off_path", "sglang"), ("off_path", "decode-lean"), ("off_path", "decode"),
                                         ("off_barrier", "fast"), ("plain_kv", "release"), ("off_prefill", "spec"),
                                         ("catchup", "full"), ("catchup", "newest")])

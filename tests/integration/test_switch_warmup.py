@@ -10,6 +10,7 @@ from adaptive_spec.config import ENV_VAR, AdaptiveSpecConfig
 from adaptive_spec.sglang_plugin import switch_warmup
 
 FORCE = "adaptive_spec.force"
+RELEARN = "adaptive_spec.relearn"  # the restore's: the policy forgets the flaps
 
 
 class FakeTokenizerManager:
@@ -49,7 +50,8 @@ def run(tm, monkeypatch, force=None):
 def test_it_flaps_drafting_at_three_batch_sizes_then_restores_the_setting(monkeypatch):
     tm = FakeTokenizerManager()
     sets, requests = run(tm, monkeypatch)
-    assert sets == [{FORCE: switch_warmup.FLAP_STEPS}, {FORCE: 0}]  # flap:4, then none again
+    # flap:4, then none again, and the policy starts afresh
+    assert sets == [{FORCE: switch_warmup.FLAP_STEPS}, {FORCE: 0, RELEARN: 1}]
     assert tm.events[0][0] == "set" and tm.events[-1][0] == "set"  # around every request
     assert len(requests) == 1 + 3 + 16
     # two switches on at least, however many tokens a drafting step gives (3 steps: up to 4)
@@ -64,13 +66,13 @@ def test_longer_chains_decode_longer_requests():
 
 def test_a_forced_server_gets_its_own_setting_back(monkeypatch):
     sets, _ = run(FakeTokenizerManager(), monkeypatch, force="on")
-    assert sets[-1] == {FORCE: -2}
+    assert sets[-1] == {FORCE: -2, RELEARN: 1}
 
 
 def test_a_failed_request_stops_it_and_the_setting_is_still_restored(monkeypatch, caplog):
     caplog.set_level("INFO", logger="adaptive_spec")
     sets, requests = run(FakeTokenizerManager(fail_at=1), monkeypatch)  # in the 3-request wave
-    assert len(requests) == 1 + 3 and sets[-1] == {FORCE: 0}
+    assert len(requests) == 1 + 3 and sets[-1] == {FORCE: 0, RELEARN: 1}
     assert "switch warm-up stopped at 3 requests flapping" in caplog.text
     assert "flapped every 4 steps at 1 requests" in caplog.text and "restored" in caplog.text
 
@@ -113,7 +115,8 @@ def test_a_setting_that_cannot_be_restored_is_retried_then_said_in_an_error_line
                                                                                   caplog):
     caplog.set_level("INFO", logger="adaptive_spec")
     sets, requests = run(FakeTokenizerManager(reject=1), monkeypatch)  # only the first applies
-    assert len(requests) == 1 + 3 + 16 and sets[1:] == [{FORCE: 0}] * switch_warmup.RESTORE_TRIES
+    assert len(requests) == 1 + 3 + 16
+    assert sets[1:] == [{FORCE: 0, RELEARN: 1}] * switch_warmup.RESTORE_TRIES
     assert "could not restore force=None" in caplog.text and "NOT restored" in caplog.text
 
 
@@ -121,5 +124,35 @@ def test_an_unexpected_error_stops_it_without_stopping_the_server(monkeypatch, c
     tm = FakeTokenizerManager()
     tm.model_config = None  # no vocabulary size to read
     sets, requests = run(tm, monkeypatch)
-    assert requests == [] and sets[-1] == {FORCE: 0}
+    assert requests == [] and sets[-1] == {FORCE: 0, RELEARN: 1}
     assert "switch warm-up stopped" in caplog.text
+
+
+def test_through_the_real_scheduler_hook_the_server_ends_on_its_setting_with_a_fresh_policy(
+        monkeypatch):
+    """The numbers the warm-up sends, taken by our real scheduler hook (status.py) and a real
+    controller: flapping while the requests run, then the configured setting and a policy
+    that has learned nothing from them (`Controller.relearn`)."""
+    from adaptive_spec.sglang_plugin import state, status
+
+    class HookedTokenizerManager(FakeTokenizerManager):
+        async def set_internal_state(self, obj):
+            self.events.append(("set", dict(obj.server_args)))
+            out = status.around_set_internal_state(lambda *a: None, None, obj)
+            return [out.updated]
+
+        async def generate_request(self, req, request):
+            self.events.append(("request", state.get_controller().cfg.force))
+            yield {"text": ""}
+
+    state.reset_for_tests()
+    try:
+        ctl = state.init_controller(AdaptiveSpecConfig(policy="goodput"), rank=0)
+        relearned = []
+        monkeypatch.setattr(ctl, "relearn", lambda: relearned.append(ctl.cfg.force))
+        tm = HookedTokenizerManager()
+        _, forces_seen = run(tm, monkeypatch)
+        assert set(forces_seen) == {f"flap:{switch_warmup.FLAP_STEPS}"}
+        assert ctl.cfg.force is None and relearned == [None]  # after the setting came back
+    finally:
+        state.reset_for_tests()
