@@ -681,8 +681,8 @@ class Controller:
         """The configured policy afresh and the acceptance zeroed, the settings and counters
         kept: what they learned from a start-up warm-up (short random prompts decoded with
         drafting forced to flap) is not the load the server will serve. GPU, session 65: the
-        switch warm-up left step cells of 34-56 ms and switch prices of 71-146 ms (its kernel
-        builds) at 4 and 16 requests for the first requests there to start from."""
+        switch warm-up left step cells of 34-56 ms and switch prices of 71-146 ms at 4 and 16
+        requests, read from its first-use results, for the first requests there to start from."""
         self.policy = make_policy(self.cfg, self.reducer)
         self.acceptance = AcceptanceStats(ema_alpha=self.cfg.accept_ema_alpha)
         self._flush()  # the decisions still pending are booked under `last`
