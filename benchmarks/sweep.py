@@ -1223,7 +1223,9 @@ class Sweep:
                 "cost_model", "acceptance", "decisions", "steps_histogram", "step_modes", "reentry",
                 "switches", "follow", "decide_us_mean", "decide_us_p50", "decide_us_p99", "decide_cpu_us_p50",
                 "decide_cpu_us_p99", "decide_policy_cpu_us_p50", "decide_policy_cpu_us_p99",
-                "decide_selftest", "rank_check", "fallback"))
+                "decide_selftest", "rank_check", "fallback",
+                # the decode results that held a Triton kernel build (no samples) and the slow ones
+                "stalled_results", "slow_results"))
         if ranks is not None:
             self.systems_info[sp.name]["final_status"] = ranks
 

@@ -114,7 +114,8 @@ class Fake:
             raise web.HTTPNotFound()
         # the real route's shape: per-rank states plus the first rank's steps and histogram
         rank = {"steps_histogram": self.steps_hist, "decisions": self.decisions,
-                "step_modes": self.step_modes,
+                "step_modes": self.step_modes, "stalled_results": 0,
+                "slow_results": {"count": 0, "threshold_ms": 80.0, "last_logged": None},
                 # FAKE cost model: the shape of the goodput policy's `describe`, values made up
                 "cost_model": {"step_ms": {"1": {"0": 3.0, "3": 4.5}}, "step_samples": {"1": {"0": 6, "3": 6}},
                                "prefill_batch_fit_ms": {}}}

@@ -59,6 +59,8 @@ def test_sweep_starts_four_systems_and_writes_valid_json(tmp_path, fake_env, mod
     assert "decisions" not in by[("plain", 4)]
     # what the adaptive server reported after the last level is kept with the system
     assert "steps_histogram" in res["systems"]["adaptive-spec:threshold"]["final_status"][0]
+    # ... with the results that held a kernel build (session 65's file could not say)
+    assert res["systems"]["adaptive-spec:threshold"]["final_status"][0]["stalled_results"] == 0
     assert "final_status" not in res["systems"]["plain"]
     # ... and its cost model after each level, in the order run (plain has none)
     levels = res["systems"]["adaptive-spec:threshold"]["level_cost_model"]
