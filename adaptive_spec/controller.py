@@ -671,8 +671,13 @@ class Controller:
         changed = {k for k in new_cfg.keys() if getattr(new_cfg, k) != getattr(self.cfg, k)}
         keep = configured_policy(self.policy) if changed <= POLICY_BLIND_KEYS else None
         self.cfg = new_cfg
-        self.policy = make_policy(new_cfg, self.reducer, keep=keep)
         self.log.enabled = new_cfg.log_decisions
+        self._install_policy(make_policy(new_cfg, self.reducer, keep=keep))
+
+    def _install_policy(self, policy) -> None:
+        """`policy` decides from the next decision on: the decisions still pending are booked
+        under `last` first, and the off streak starts again."""
+        self.policy = policy
         self._flush()
         self.last = None
         self._off_streak = 0
@@ -683,11 +688,8 @@ class Controller:
         drafting forced to flap) is not the load the server will serve. GPU, session 65: the
         switch warm-up left step cells of 34-56 ms and switch prices of 71-146 ms at 4 and 16
         requests, read from its first-use results, for the first requests there to start from."""
-        self.policy = make_policy(self.cfg, self.reducer)
+        self._install_policy(make_policy(self.cfg, self.reducer))
         self.acceptance = AcceptanceStats(ema_alpha=self.cfg.accept_ema_alpha)
-        self._flush()  # the decisions still pending are booked under `last`
-        self.last = None
-        self._off_streak = 0
         # samples still held for the old policy (a switch's price being gathered, a result
         # waiting for the next one's mode): the warm-up's too, and as they began at start
         self._switch_on = self._held_off_sample = self._realized_held = None

@@ -35,6 +35,9 @@ _CHOICES = {"off_path": OFF_PATHS, "off_barrier": OFF_BARRIERS, "plain_kv": PLAI
 # hysteresis of 0 is valid: no hysteresis)
 _UNSET_ON_WIRE = {"queue_threshold": 0, "min_accept_len": 0, "tpot_slo_ms": 0, "hysteresis": -1}
 _FORCE_CODES = {None: 0, "off": -1, "on": -2}
+# What a settings request may also ask of the controller: each the name of its method, run in
+# this order after the settings changed
+ACTIONS = ("relearn", "reset_stats")
 
 
 class SettingsError(ValueError):
@@ -128,15 +131,12 @@ def around_set_internal_state(orig, sched, recv_req, *args, **kwargs):
         logger.warning("adaptive_spec: rejected settings change %s (no controller, or mixed with SGLang keys)", numbers)
         return SetInternalStateReqOutput(updated=False)
     changes = decode_changes(ours)
-    reset = changes.pop("reset_stats", None)
-    relearn = changes.pop("relearn", None)
+    actions = [a for a in ACTIONS if changes.pop(a, None)]
     try:
         if changes:
             ctl.update_settings(validate_changes(ctl.cfg, changes))
-        if relearn:
-            ctl.relearn()
-        if reset:
-            ctl.reset_stats()
+        for action in actions:
+            getattr(ctl, action)()
     except (SettingsError, ValueError) as exc:
         logger.warning("adaptive_spec: rejected settings change %s: %s", changes, exc)
         return SetInternalStateReqOutput(updated=False)
@@ -173,8 +173,7 @@ def install_routes(app) -> None:
             changes = await request.json()
         except Exception:
             return JSONResponse({"ok": False, "error": "body is not JSON"}, status_code=400)
-        reset = isinstance(changes, dict) and changes.pop("reset_stats", False)
-        relearn = isinstance(changes, dict) and changes.pop("relearn", False)
+        asked = {a: bool(isinstance(changes, dict) and changes.pop(a, False)) for a in ACTIONS}
         ranks = await _rank_states()
         if not ranks or not ranks[0]:
             return JSONResponse({"ok": False, "error": "adaptive-spec is not active"}, status_code=409)
@@ -189,10 +188,7 @@ def install_routes(app) -> None:
             except SettingsError as exc:
                 return JSONResponse({"ok": False, "error": str(exc)}, status_code=400)
             numbers = encode_changes(new, changes.keys())
-        if reset:
-            numbers[PREFIX + "reset_stats"] = 1
-        if relearn:
-            numbers[PREFIX + "relearn"] = 1
+        numbers.update({PREFIX + a: 1 for a in ACTIONS if asked[a]})
         if not numbers:
             return JSONResponse({"ok": False, "error": "expected a non-empty JSON object of settings"}, status_code=400)
         updated = await http_server._global_state.tokenizer_manager.set_internal_state(
@@ -200,5 +196,4 @@ def install_routes(app) -> None:
         )
         ok = bool(updated) and all(updated)
         logger.info("adaptive_spec: settings change %s -> %s", changes, "applied" if ok else "rejected")
-        return JSONResponse({"ok": ok, "changed": changes, "reset_stats": bool(reset),
-                             "relearn": bool(relearn)}, status_code=200 if ok else 400)
+        return JSONResponse({"ok": ok, "changed": changes, **asked}, status_code=200 if ok else 400)
